@@ -5,26 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from bert_nb.rng import PCG32, sample_categorical, normal_init
 
-M64 = 2**64
-
-class RefPCG:
-    "pcg32_srandom_r / pcg32_random_r / pcg32_boundedrand_r, transcribed one statement at a time."
-    def __init__(self, initstate, initseq):
-        self.state, self.inc = 0, (initseq * 2 + 1) % M64
-        self.random()
-        self.state = (self.state + initstate) % M64
-        self.random()
-    def random(self):
-        old = self.state
-        self.state = (old * 6364136223846793005 + self.inc) % M64
-        xorshifted = ((old >> 18) ^ old) >> 27 & 0xFFFFFFFF
-        rot = old >> 59
-        return ((xorshifted >> rot) | (xorshifted << ((32 - rot) % 32))) & 0xFFFFFFFF
-    def bounded(self, bound):
-        threshold = (2**32 - bound) % bound
-        while True:
-            r = self.random()
-            if r >= threshold: return r % bound
+from pcg_ref import RefPCG, M64
 
 seeds = st.integers(0, M64 - 1)
 

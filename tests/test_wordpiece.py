@@ -1,0 +1,82 @@
+"WordPieceTokenizer against transformers.BertTokenizerFast on the real all-MiniLM-L6-v2 vocab."
+import pytest
+from transformers import BertTokenizerFast
+from bert_nb.wordpiece import WordPieceTokenizer, SPECIALS
+
+AWKWARD = ["Héllo, wörld! Ça va? naïve café résumé", "中文字符和日本語のテキスト mixed with English", "Don't stop--believing... (really?!) [brackets] {braces} #hash @at",
+           "x" * 101, "a" * 100, "supercalifragilisticexpialidocious " * 3, "  runs\tof \n\n whitespace\r\n  here  ", "", "   ",
+           "control\x00chars\x07and\u200bzero-width", "UPPER lower MiXeD", "emoji 🙂 and symbols ©®™ ½", "[MASK] is special, [mask] is not?",
+           "numbers 3.14159 and 1,000,000 and 2nd", "ａｂｃ fullwidth", "Ελληνικά и русский"]
+
+@pytest.fixture(scope='module')
+def both(minilm_dir):
+    return WordPieceTokenizer.from_vocab(minilm_dir / 'vocab.txt'), BertTokenizerFast(str(minilm_dir / 'vocab.txt'))
+
+@pytest.mark.parametrize('text', AWKWARD)
+def test_tokenize_and_encode_match(both, text):
+    tok, ref = both
+    assert tok.tokenize(text) == ref.tokenize(text)
+    assert tok.encode(text) == ref(text)['input_ids']
+
+@pytest.mark.parametrize('a,b', [(AWKWARD[0], AWKWARD[1]), ("", "x"), ("question?", AWKWARD[3]), (AWKWARD[6], "  ")])
+def test_pairs_match(both, a, b):
+    tok, ref = both
+    assert tok.encode(a, b) == ref(a, b)['input_ids']
+    enc = tok.encode_batch([(a, b)])[0]
+    assert enc.type_ids == ref(a, b)['token_type_ids']
+
+def test_empty_second_segment_is_still_a_pair(both):
+    # transformers drops a falsy text_pair in Python (`if text_pair`); its Rust pipeline, like ours, keeps the segment
+    tok, ref = both
+    assert tok.encode('a', '') == ref.backend_tokenizer.encode('a', '').ids == [101, 1037, 102, 102]
+
+def test_batch_and_truncation_match(both):
+    tok, ref = both
+    items = [AWKWARD[0], (AWKWARD[1], AWKWARD[2]), (AWKWARD[5], 'short'), ('short', AWKWARD[5])]
+    for max_len in (5, 9, 16, 512):
+        got = [e.ids for e in tok.encode_batch(items, max_len=max_len)]
+        want = [ref(*(x if isinstance(x, tuple) else (x,)), truncation=True, max_length=max_len)['input_ids'] for x in items]
+        assert got == want
+    assert [e.ids for e in tok.encode_batch(items)] == [tok.encode(*(x if isinstance(x, tuple) else (x,))) for x in items]
+
+def test_vocab_and_specials(both):
+    tok, ref = both
+    assert len(tok) == len(ref) == 30522
+    assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 100, 101, 102, 103)
+    assert tok.token_to_id('the') == ref.convert_tokens_to_ids('the') and tok.id_to_token(1996) == 'the'
+    assert tok.decode(tok.encode('Hello, world!')) == 'hello, world!'
+    assert '[CLS]' in tok.decode(tok.encode('hi'), skip_special=False)
+
+def test_train_and_save(tmp_path):
+    texts = ['the quick brown fox jumps over the lazy dog', 'a lazy dog sleeps', 'quick quick fox'] * 20
+    tok = WordPieceTokenizer.train(texts, vocab_size=80)
+    assert [tok.id_to_token(i) for i in range(5)] == list(SPECIALS) and len(tok) <= 80
+    assert tok.encode('the fox') == [2] + tok.encode('the fox')[1:-1] + [3]
+    path = tok.save(tmp_path / 'v')
+    assert path == tmp_path / 'v' / 'vocab.txt'
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(tok) and lines[:5] == list(SPECIALS)
+    again = WordPieceTokenizer.from_vocab(tmp_path / 'v')
+    assert all(again.encode(t) == tok.encode(t) for t in texts[:3] + ['unseen words here'])
+
+def test_lowercase_false(minilm_dir, tmp_path):
+    (tmp_path / 'vocab.txt').write_text('\n'.join(list(SPECIALS) + ['Hello', 'hello', 'é']) + '\n')
+    assert WordPieceTokenizer.from_vocab(tmp_path / 'vocab.txt', lowercase=False).tokenize('Hello hello') == ['Hello', 'hello']
+    assert WordPieceTokenizer.from_vocab(tmp_path / 'vocab.txt').tokenize('Hello') == ['hello']
+
+@pytest.mark.parametrize('missing', SPECIALS)
+def test_vocab_without_a_special(tmp_path, missing):
+    (tmp_path / 'vocab.txt').write_text('\n'.join([s for s in SPECIALS if s != missing] + ['cat']) + '\n')
+    with pytest.raises(ValueError, match=missing.replace('[', '\\[').replace(']', '\\]')):
+        WordPieceTokenizer.from_vocab(tmp_path / 'vocab.txt')
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match='/no/such/dir/vocab.txt'):
+        WordPieceTokenizer.from_vocab('/no/such/dir/vocab.txt')
+
+def test_type_errors(both):
+    tok, _ = both
+    with pytest.raises(TypeError, match='text must be a str'): tok.tokenize(3)
+    with pytest.raises(TypeError, match='pair must be a str'): tok.encode('a', 5)
+    with pytest.raises(TypeError): WordPieceTokenizer.train(['a'], vocab_size='8')
+    with pytest.raises(ValueError, match='vocab_size'): WordPieceTokenizer.train(['a'], vocab_size=3)
