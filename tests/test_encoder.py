@@ -1,0 +1,216 @@
+"The encoder against float64 NumPy formulas written here (math.erf GELU, LayerNorm eps 1e-12, softmax over real keys)."
+import math
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from bert_nb.bert import BertConfig, BertLayer, BertEncoder, BertForMLM
+from bert_nb.rng import PCG32
+from pcg_ref import RefPCG
+
+CFG = BertConfig(vocab=61, max_len=24, d_model=24, n_heads=3, n_layers=2, d_ff=40, type_vocab=2, dropout=0.0)
+
+def np_params(module):
+    return {n: p.detach().double().numpy() for n, p in module.named_parameters()}
+
+gelu = np.vectorize(lambda u: 0.5 * u * (1 + math.erf(u / math.sqrt(2))))
+def ln(x, w, b): return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12) * w + b
+def lin(x, P, n): return x @ P[n + '.weight'].T + P[n + '.bias']
+
+def np_layer(P, pre, h, real, H):
+    "One post-LN BERT layer; padded keys removed from every softmax."
+    B, T, C = h.shape; hs = C // H
+    out = np.zeros_like(h)
+    for b in range(B):
+        keys = np.flatnonzero(real[b])
+        heads = []
+        for i in range(H):
+            sl = slice(i * hs, (i + 1) * hs)
+            q, k, v = (lin(h[b], P, f'{pre}attn.{n}')[:, sl] for n in 'qkv')
+            s = q @ k[keys].T / math.sqrt(hs)
+            w = np.exp(s - s.max(1, keepdims=True)); w /= w.sum(1, keepdims=True)
+            heads.append(w @ v[keys])
+        a = ln(h[b] + lin(np.concatenate(heads, 1), P, f'{pre}attn.o'), P[f'{pre}attn_ln.weight'], P[f'{pre}attn_ln.bias'])
+        out[b] = ln(a + lin(gelu(lin(a, P, f'{pre}ff_in')), P, f'{pre}ff_out'), P[f'{pre}ff_ln.weight'], P[f'{pre}ff_ln.bias'])
+    return out
+
+def np_encoder(P, ids, types, real, cfg, pre='encoder.'):
+    T = ids.shape[1]
+    h = ln(P[pre + 'word_emb.weight'][ids] + P[pre + 'pos_emb.weight'][:T] + P[pre + 'type_emb.weight'][types], P[pre + 'emb_ln.weight'], P[pre + 'emb_ln.bias'])
+    for i in range(cfg.n_layers): h = np_layer(P, f'{pre}layers.{i}.', h, real, cfg.n_heads)
+    return h
+
+def np_logits(P, h):
+    return ln(gelu(lin(h, P, 'head.dense')), P['head.ln.weight'], P['head.ln.bias']) @ P['encoder.word_emb.weight'].T + P['head.bias']
+
+def random_model(cfg=CFG, seed=0, std=0.3):
+    "Every parameter random (biases and the decoder bias too), float64, eval mode."
+    torch.manual_seed(seed)
+    m = BertForMLM(cfg).double().eval()
+    with torch.no_grad():
+        for p in m.parameters(): p.normal_(0, std)
+    return m
+
+def padded_batch(B=3, T=11, V=61, seed=1):
+    g = np.random.default_rng(seed)
+    lens = [T, T - 4, 3][:B] + [T] * max(0, B - 3)
+    ids = g.integers(5, V, (B, T)); types = np.zeros((B, T), np.int64); real = np.zeros((B, T), bool)
+    for b, n in enumerate(lens):
+        real[b, :n] = True; ids[b, n:] = 0; types[b, n // 2:n] = 1
+    return torch.tensor(ids), torch.tensor(types), torch.tensor(real.astype(np.int64))
+
+def test_layer_against_formula():
+    layer = BertLayer(CFG).double().eval()
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for p in layer.parameters(): p.normal_(0, 0.3)
+    h = torch.randn(3, 9, 24, dtype=torch.float64)
+    real = np.ones((3, 9), bool); real[1, 6:] = False; real[2, 2:] = False
+    got = layer(h, torch.tensor(real)).detach().numpy()
+    want = np_layer({'l.' + k: v for k, v in np_params(layer).items()}, 'l.', h.numpy(), real, CFG.n_heads)
+    assert np.abs(got - want).max() < 1e-10
+    with_bool = layer(h, torch.tensor(real)).detach().numpy()
+    assert np.array_equal(got, with_bool)
+
+@pytest.mark.parametrize('shape', [(3, 11), (1, 24), (4, 5)])
+def test_model_against_formula(shape):
+    m = random_model()
+    ids, types, real = padded_batch(*shape)
+    P = np_params(m)
+    h = np_encoder(P, ids.numpy(), types.numpy(), real.numpy().astype(bool), CFG)
+    got_h = m.encoder(ids, types, real).detach().numpy()
+    assert np.abs(got_h - h).max() < 1e-10
+    logits, _ = m(ids, types, real)
+    assert np.abs(logits.detach().numpy() - np_logits(P, h)).max() < 1e-10
+
+def test_padding_is_never_read():
+    m = random_model().float()
+    ids, types, real = padded_batch()
+    h = m.encoder(ids, types, real)
+    other = ids.clone(); other[real == 0] = 7
+    other_types = types.clone(); other_types[real == 0] = 1
+    h2 = m.encoder(other, other_types, real)
+    r = real.bool()
+    torch.testing.assert_close(h2[r], h[r], rtol=0, atol=1e-6)
+    assert torch.isfinite(m.encoder(ids, types, torch.zeros_like(real))).all()
+
+def test_reads_both_directions():
+    m = random_model().float()
+    ids = torch.tensor([[2, 10, 11, 12, 13, 3]])
+    h = m.encoder(ids)
+    last, first = ids.clone(), ids.clone(); last[0, 4] = 14; first[0, 1] = 14
+    assert (m.encoder(last)[0, 0] - h[0, 0]).abs().max() > 1e-3   # the first position reads the last word
+    assert (m.encoder(first)[0, 5] - h[0, 5]).abs().max() > 1e-3   # and the last reads the first
+
+def test_token_types_are_added():
+    m = random_model()
+    ids = torch.tensor([[2, 10, 11, 3]])
+    P = np_params(m)
+    e = m.encoder.embed(ids, torch.tensor([[0, 0, 1, 1]]))[0].detach().numpy()
+    want = ln(P['encoder.word_emb.weight'][[2, 10, 11, 3]] + P['encoder.pos_emb.weight'][:4] + P['encoder.type_emb.weight'][[0, 0, 1, 1]],
+              P['encoder.emb_ln.weight'], P['encoder.emb_ln.bias'])
+    assert np.abs(e - want).max() < 1e-12
+    assert torch.equal(m.encoder(ids), m.encoder(ids, torch.zeros_like(ids)))
+    assert (m.encoder(ids, torch.ones_like(ids)) - m.encoder(ids)).abs().max() > 1e-3
+
+def test_loss_is_cross_entropy_at_labelled_positions():
+    m = random_model()
+    ids, types, real = padded_batch()
+    labels = torch.full_like(ids, -100); labels[0, 2] = 7; labels[1, 5] = 60; labels[2, 1] = 0
+    logits, loss = m(ids, types, real, labels)
+    x = logits.detach().numpy()
+    want = np.mean([np.log(np.exp(x[b, t] - x[b, t].max()).sum()) + x[b, t].max() - x[b, t, y] for b, t, y in [(0, 2, 7), (1, 5, 60), (2, 1, 0)]])
+    assert abs(loss.item() - want) < 1e-10
+    assert abs(m.loss(ids, types, real, labels).item() - loss.item()) < 1e-10
+    f = m.float()
+    assert abs(f.loss(ids, types, real, labels).item() - f(ids, types, real, labels)[1].item()) < 1e-6
+    none = torch.full_like(ids, -100)
+    assert m(ids, types, real, none)[1].item() == 0.0 and m.loss(ids, types, real, none).item() == 0.0
+    assert m(ids, types, real)[1] is None
+
+def test_loss_gradients_match_forward():
+    m = random_model()
+    ids, types, real = padded_batch()
+    labels = torch.where((torch.rand(ids.shape, generator=torch.Generator().manual_seed(0)) < 0.4) & real.bool(), ids, -100)
+    g1 = torch.autograd.grad(m(ids, types, real, labels)[1], list(m.parameters()))
+    g2 = torch.autograd.grad(m.loss(ids, types, real, labels), list(m.parameters()))
+    for a, b in zip(g1, g2): torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+def test_parameter_names_and_tie():
+    m = BertForMLM(BertConfig(50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=10))
+    names = [n for n, _ in m.named_parameters()]
+    layer = [f'encoder.layers.0.attn.{x}.{y}' for x in 'qkvo' for y in ('weight', 'bias')] + \
+        [f'encoder.layers.0.{x}.{y}' for x in ('attn_ln', 'ff_in', 'ff_out', 'ff_ln') for y in ('weight', 'bias')]
+    assert names == ['encoder.word_emb.weight', 'encoder.pos_emb.weight', 'encoder.type_emb.weight', 'encoder.emb_ln.weight', 'encoder.emb_ln.bias'] + \
+        layer + ['head.bias', 'head.dense.weight', 'head.dense.bias', 'head.ln.weight', 'head.ln.bias']
+    assert not any('decoder' in n for n in m.state_dict())
+    assert m.head.bias.shape == (50,) and m.encoder.layers[0].ff_in.weight.shape == (32, 16)
+    ids = torch.tensor([[2, 5, 3]])
+    before = m(ids)[0].detach()
+    with torch.no_grad(): m.encoder.word_emb.weight[7] += 1.0   # only the word table changes
+    after = m(ids)[0].detach()
+    assert (after[..., 7] - before[..., 7]).abs().min() > 1e-3   # ... and the logits of that word move
+
+def test_init_like_transformers():
+    torch.manual_seed(0)
+    m = BertForMLM(BertConfig(3000, d_model=64, n_heads=4, n_layers=2, d_ff=128))
+    sd = m.state_dict()
+    for n, p in sd.items():
+        if n.endswith('ln.weight'): assert (p == 1).all(), n
+        elif p.dim() == 1: assert (p == 0).all(), n
+        else: assert abs(p.std().item() - 0.02) < 0.003 and abs(p.mean().item()) < 0.003, n
+
+def test_init_from_pcg32_in_named_parameter_order():
+    cfg = BertConfig(20, max_len=6, d_model=8, n_heads=2, n_layers=1, d_ff=12)
+    m = BertForMLM(cfg, rng=PCG32(77, 5))
+    r = RefPCG(77, 5)
+    def normals(n):
+        out = []
+        for _ in range((n + 1) // 2):
+            u1, u2 = r.random() / 2**32, r.random() / 2**32
+            rad = math.sqrt(-2 * math.log(1 - u1))
+            out += [rad * math.cos(2 * math.pi * u2), rad * math.sin(2 * math.pi * u2)]
+        return np.float32(0.02 * np.array(out[:n]))
+    for n, p in m.named_parameters():
+        if p.dim() == 2: np.testing.assert_array_equal(p.detach().numpy().reshape(-1), normals(p.numel()), err_msg=n)
+    assert torch.equal(BertForMLM(cfg, rng=PCG32(77, 5)).head.dense.weight, m.head.dense.weight)
+
+def test_dropout_only_in_training():
+    m = BertForMLM(BertConfig(50, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.5))
+    ids = torch.tensor([[2, 5, 6, 3]])
+    m.eval(); assert torch.equal(m(ids)[0], m(ids)[0])
+    m.train(); assert not torch.equal(m(ids)[0], m(ids)[0])
+
+@pytest.mark.parametrize('kw,msg', [(dict(vocab=0), 'vocab'), (dict(d_model=10, n_heads=3), 'multiple of n_heads'), (dict(dropout=1.0), 'dropout'),
+                                    (dict(dropout=-0.1), 'dropout'), (dict(ln_eps=0.0), 'ln_eps'), (dict(max_len=0), 'max_len'), (dict(n_layers=0), 'n_layers'),
+                                    (dict(d_ff=0), 'd_ff'), (dict(type_vocab=0), 'type_vocab'), (dict(n_heads=0), 'n_heads')])
+def test_config_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg): BertConfig(**({'vocab': 10} | kw))
+
+def test_config_dict_roundtrip():
+    c = BertConfig(100, n_layers=3, dropout=0.0)
+    assert BertConfig.from_dict(c.to_dict()) == c
+    import json; assert json.loads(json.dumps(c.to_dict())) == c.to_dict()
+    with pytest.raises(ValueError, match='unknown'): BertConfig.from_dict({'vocab': 3, 'bogus': 1})
+
+@pytest.mark.parametrize('call,msg', [
+    (lambda m: m(torch.tensor([2, 5, 3])), 'ids must be a 2-D integer tensor'),
+    (lambda m: m(torch.tensor([[2., 5., 3.]])), 'ids must be a 2-D integer tensor'),
+    (lambda m: m(np.array([[2, 5, 3]])), 'ids must be a 2-D integer tensor'),
+    (lambda m: m(torch.tensor([[2, 61, 3]])), 'ids must be in \\[0, 61\\), got 61'),
+    (lambda m: m(torch.tensor([[2, -1, 3]])), 'got -1'),
+    (lambda m: m(torch.zeros(1, 25, dtype=torch.long)), 'max_len'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), torch.tensor([[0, 2, 0]])), 'token_type_ids must be in \\[0, 2\\), got 2'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), torch.tensor([[0, 0]])), 'token_type_ids must have the shape'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), None, torch.tensor([[1, 1]])), 'attn_mask must have the shape'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), None, None, torch.tensor([[-100, 5]])), 'labels must have the shape'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), None, None, torch.tensor([[-100, 61, -100]])), 'labels must be -100 or in \\[0, 61\\), got 61'),
+    (lambda m: m(torch.tensor([[2, 5, 3]]), None, None, torch.tensor([[-1, 5, -100]])), 'got -1'),
+    (lambda m: m.loss(torch.tensor([[2, 5, 3]]), None, None, torch.tensor([[-100, 99, -100]])), 'labels must be'),
+])
+def test_input_errors(call, msg):
+    with pytest.raises(ValueError, match=msg): call(BertForMLM(CFG))
+
+def test_config_type_error():
+    with pytest.raises(TypeError, match='BertConfig'): BertEncoder({'vocab': 10})
+    with pytest.raises(TypeError, match='BertConfig'): BertForMLM(10)
