@@ -210,3 +210,116 @@ def test_batch_truncation(tok, minilm_dir):
 def test_batch_errors(tok, kw, exc):
     args = dict(texts=['a b c'], max_len=8, p=0.15, rng=PCG32(0)) | kw
     with pytest.raises(exc): mlm_batch(tok, **args)
+
+# --- the NumPy fast path (rng is a PCG32) against the plain loop (any other rng), generator state included ---
+
+class Plain:
+    "A PCG32 behind another type: mlm_mask must take the plain loop for it."
+    def __init__(self, g): self.g = g
+    def uniform(self): return self.g.uniform()
+    def below(self, n): return self.g.below(n)
+
+def fast_vs_loop(ids, special, mask_id, V, p, seed, stream=0):
+    fast, slow = PCG32(seed, stream), PCG32(seed, stream)
+    a = mlm_mask(ids, special, mask_id, V, p, fast)
+    b = mlm_mask(ids, special, mask_id, V, p, Plain(slow))
+    np.testing.assert_array_equal(a[0], b[0]); np.testing.assert_array_equal(a[1], b[1])
+    assert fast == slow  # the same generator state afterwards
+    assert fast.next_u32() == slow.next_u32()
+
+shapes = st.lists(st.integers(0, 9), min_size=1, max_size=3).map(tuple) | st.tuples(st.integers(1, 3), st.integers(100, 700))
+vocabs = st.sampled_from([1, 2, 3, 7, 30522, 2**31 + 1, 2**32 - 1, 2**32]) | st.integers(1, 2**32)
+
+@settings(max_examples=150, deadline=None)
+@given(shapes, vocabs, st.floats(0, 1) | st.sampled_from([0.0, 0.15, 1.0, 2**-32, 1 - 2**-32]), st.floats(0, 1), st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1))
+def test_fast_path_equals_loop(shape, V, p, special_rate, seed, np_seed):
+    g = np.random.default_rng(np_seed)
+    ids = g.integers(0, V, shape)
+    fast_vs_loop(ids, g.random(shape) < special_rate, int(g.integers(0, V)), V, p, seed)
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 2**64 - 1))
+def test_fast_path_follows_the_action_shares(x, y, seed):
+    # the fast path reads the shares from ACTIONS too: any split of a picked position's draw must agree with the loop
+    import bert_nb.bert as bert
+    lo, hi = sorted((x, y))
+    shares = (lo, hi - lo, 1 - hi)
+    saved = bert.ACTIONS, bert._CUTS
+    try:
+        bert.ACTIONS, bert._CUTS = shares, (shares[0], shares[0] + shares[1])
+        ids, special = bert_like(3, 50, 1000, np.random.default_rng(seed % 2**32))
+        fast_vs_loop(ids, special, 4, 1000, 0.5, seed)
+    finally:
+        bert.ACTIONS, bert._CUTS = saved
+
+def test_fast_path_long_rejection_runs():
+    # V = 2**31 + 1: below() rejects almost half of all outputs, so blocks often run short and are retried
+    g = np.random.default_rng(0)
+    for seed in range(20):
+        ids = g.integers(0, 2**31 + 1, (4, 64))
+        fast_vs_loop(ids, np.zeros((4, 64), bool), 0, 2**31 + 1, 1.0, seed)
+
+def test_fast_path_consecutive_batches():
+    ids, special = bert_like(8, 128, 30522, np.random.default_rng(1))
+    fast, slow = PCG32(5), PCG32(5)
+    for _ in range(5):
+        a, b = mlm_mask(ids, special, 103, 30522, 0.15, fast), mlm_mask(ids, special, 103, 30522, 0.15, Plain(slow))
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and fast == slow
+
+@pytest.mark.parametrize('shape', [(0,), (0, 5), (3, 0), (2, 0, 4)])
+def test_fast_path_empty(shape):
+    fast_vs_loop(np.zeros(shape, np.int64), np.zeros(shape, bool), 1, 10, 0.5, 1)
+    g = PCG32(1); before = g.copy()
+    inputs, labels = mlm_mask(np.zeros(shape, np.int64), np.zeros(shape, bool), 1, 10, 0.5, g)
+    assert inputs.shape == labels.shape == shape and g == before  # nothing drawn
+
+def test_fast_path_all_special():
+    ids, special = np.arange(12).reshape(3, 4), np.ones((3, 4), bool)
+    g = PCG32(2); before = g.copy()
+    inputs, labels = mlm_mask(ids, special, 1, 20, 1.0, g)
+    assert (inputs == ids).all() and (labels == -100).all() and g == before
+
+def test_a_pcg32_subclass_keeps_the_loop():
+    # the fast path knows PCG32's stream; a subclass may change what uniform() returns, so it gets the loop
+    class Loud(PCG32):
+        def uniform(self): return 0.0
+    ids, special = bert_like(2, 16, 100, np.random.default_rng(0))
+    inputs, labels = mlm_mask(ids, special, 4, 100, 0.15, Loud(1))
+    assert (labels[~special] == ids[~special]).all()  # uniform() == 0.0 picks every position and chooses [MASK]
+    assert (inputs[~special] == 4).all()
+
+def test_fast_path_boundary_u_equal_p():
+    # p set to exactly the first output / 2**32: u == p is *not* picked (the op order picks u < p)
+    for seed in range(5):
+        g = PCG32(seed); p = g.next_u32() / 2**32
+        ids, special = bert_like(2, 40, 500, np.random.default_rng(seed))
+        special[:, :] = False
+        fast_vs_loop(ids, special, 4, 500, p, seed)
+        inputs, labels = mlm_mask(ids, special, 4, 500, p, PCG32(seed))
+        assert labels.reshape(-1)[0] == -100
+        above = (PCG32(seed).next_u32() + 0.5) / 2**32  # p just above the first output: picked
+        fast_vs_loop(ids, special, 4, 500, above, seed)
+        assert mlm_mask(ids, special, 4, 500, above, PCG32(seed))[1].reshape(-1)[0] != -100
+
+def test_fast_path_boundary_action_cut():
+    # the first cut set to exactly the second output: u == cut belongs to the next action
+    import bert_nb.bert as bert
+    saved = bert.ACTIONS, bert._CUTS
+    try:
+        for seed in range(5):
+            g = PCG32(seed); g.next_u32(); c = g.next_u32() / 2**32
+            bert.ACTIONS = (c, (1 - c) / 2, 1 - c - (1 - c) / 2); bert._CUTS = (c, c + bert.ACTIONS[1])
+            ids, special = bert_like(2, 40, 500, np.random.default_rng(seed)); special[:, :] = False
+            fast_vs_loop(ids, special, 4, 500, 1.0, seed)
+    finally:
+        bert.ACTIONS, bert._CUTS = saved
+
+@pytest.mark.parametrize('n', [1, 2, 7, 100])
+def test_fast_path_retries_a_short_block(n):
+    import bert_nb.bert as bert
+    ids, special = bert_like(3, 60, 2**31 + 1, np.random.default_rng(n))
+    for p in (0.15, 1.0):
+        fast, slow = PCG32(n), PCG32(n)
+        a = bert._mask_pcg(ids, special, 4, 2**31 + 1, p, fast, n=n)
+        b = mlm_mask(ids, special, 4, 2**31 + 1, p, Plain(slow))
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and fast == slow

@@ -46,7 +46,9 @@ def execute(nb_path: Path):
     from execnb.shell import CaptureShell
     nb = read_nb(nb_path)
     def skip(cell):
-        return cell.cell_type != 'code' or bool(skip_flags & set(directives(cell)))
+        if cell.cell_type != 'code': return True
+        d = directives(cell)
+        return bool(skip_flags & set(d)) or d.get('eval:', [''])[0].lower() == 'false'
     cwd = os.getcwd(); os.chdir(nb_path.parent)
     try: CaptureShell(nb_path).run_all(nb, exc_stop=True, preproc=skip)
     finally: os.chdir(cwd)
