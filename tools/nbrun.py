@@ -40,15 +40,16 @@ def readme(nb_path: Path, out: Path):
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
     out.write_text(body.rstrip('\n') + '\n')
 
-def execute(nb_path: Path):
-    "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs."
+def execute(nb_path: Path, slow: bool = False):
+    "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs unless `slow`."
     from execnb.nbio import read_nb
     from execnb.shell import CaptureShell
     nb = read_nb(nb_path)
+    flags = skip_flags - {'slow'} if slow else skip_flags
     def skip(cell):
         if cell.cell_type != 'code': return True
         d = directives(cell)
-        return bool(skip_flags & set(d)) or d.get('eval:', [''])[0].lower() == 'false'
+        return bool(flags & set(d)) or d.get('eval:', [''])[0].lower() == 'false'
     cwd = os.getcwd(); os.chdir(nb_path.parent)
     try: CaptureShell(nb_path).run_all(nb, exc_stop=True, preproc=skip)
     finally: os.chdir(cwd)
@@ -69,9 +70,9 @@ def html(nb_paths, out_dir: Path):
         print(f'wrote {out_dir/p.stem}.html')
     print(f'The chapter pages are in {out_dir.resolve()}/ (open index.html).')
 
-def inplace(nb_paths):
+def inplace(nb_paths, slow=False):
     from execnb.nbio import write_nb
-    for p in nb_paths: write_nb(execute(p), p); print(f'executed {p}')
+    for p in nb_paths: write_nb(execute(p, slow), p); print(f'executed {p}')
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,8 +80,9 @@ if __name__ == '__main__':
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
     g.add_argument('--html', metavar='DIR')
     g.add_argument('--inplace', action='store_true')
+    ap.add_argument('--slow', action='store_true', help='with --inplace: run the slow cells too, storing their outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
     elif a.html: html(a.nbs, Path(a.html))
-    else: inplace(a.nbs)
+    else: inplace(a.nbs, a.slow)

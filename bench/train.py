@@ -1,0 +1,83 @@
+"""A training step of BertForMLM against transformers' BertForMaskedLM (sdpa attention), weights loaded from the same
+model: forward + loss + backward through `loss()` (the head only at labelled positions) and through `forward` (full
+logits), inference, and the peak memory of a training step (each side in its own process)."""
+import multiprocessing as mp, sys
+import numpy as np
+import torch
+import transformers
+from transformers import BertConfig as HFConfig, BertForMaskedLM
+from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert, mlm_mask
+from bert_nb.rng import PCG32
+from common import interleaved, report
+
+V, D, L, H, FF, B, T, P = 8192, 256, 4, 4, 1024, 32, 128, 0.15
+
+def models(seed=0):
+    torch.manual_seed(seed)
+    hf = BertForMaskedLM(HFConfig(vocab_size=V, hidden_size=D, num_hidden_layers=L, num_attention_heads=H, intermediate_size=FF,
+                                  max_position_embeddings=T, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                  attn_implementation='sdpa')).train()
+    ours = load_hf_bert(BertForMLM(BertConfig(V, max_len=T, d_model=D, n_heads=H, n_layers=L, d_ff=FF, dropout=0.0)), hf.state_dict()).train()
+    return hf, ours
+
+def batch(seed=0):
+    g = np.random.default_rng(seed)
+    ids = g.integers(5, V, (B, T)); ids[:, 0], ids[:, -1] = 2, 3
+    inputs, labels = mlm_mask(ids, np.isin(ids, [0, 1, 2, 3, 4]), 4, V, P, PCG32(seed))
+    return torch.from_numpy(inputs), torch.from_numpy(labels)
+
+def steps(hf, ours, ids, labels):
+    def hf_train():
+        hf.zero_grad(set_to_none=True); hf(input_ids=ids, labels=labels).loss.backward()
+    def ours_loss():
+        ours.zero_grad(set_to_none=True); ours.loss(ids, None, None, labels).backward()
+    def ours_forward():
+        ours.zero_grad(set_to_none=True); ours(ids, labels=labels)[1].backward()
+    return hf_train, ours_loss, ours_forward
+
+def peak_mb(side: str, q):
+    "Peak resident memory of three training steps, above what the process held before them (kernel high-water mark)."
+    torch.set_num_threads(torch.get_num_threads())
+    hf, ours = models(); ids, labels = batch()
+    (hf if side.startswith('transformers') else ours).zero_grad()
+    del_side = ours if side.startswith('transformers') else hf
+    del del_side
+    f = dict(zip(('transformers', 'loss()', 'forward()'), steps(hf, ours, ids, labels)))[side]
+    f()  # warm up: allocator pools, gradients exist
+    def rss(field):
+        return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
+    base = rss('VmRSS:')
+    open('/proc/self/clear_refs', 'w').write('5')  # reset the peak-RSS mark
+    for _ in range(3): f()
+    q.put(rss('VmHWM:') - base)
+
+def measure_peak(side):
+    q = mp.get_context('spawn').Queue()
+    p = mp.get_context('spawn').Process(target=peak_mb, args=(side, q)); p.start(); p.join()
+    return q.get()
+
+def main():
+    transformers.logging.set_verbosity_error()
+    hf, ours = models(); ids, labels = batch()
+    with torch.no_grad():  # the same computation first
+        l_hf, l_ours, l_fwd = hf(input_ids=ids, labels=labels).loss, ours.loss(ids, None, None, labels), ours(ids, labels=labels)[1]
+    assert abs(l_hf - l_ours) < 1e-5 and abs(l_hf - l_fwd) < 1e-5, (l_hf, l_ours, l_fwd)
+    hf_train, ours_loss, ours_forward = steps(hf, ours, ids, labels)
+    def hf_infer():
+        with torch.no_grad(): hf(input_ids=ids).logits
+    def ours_infer():
+        with torch.no_grad(): ours(ids)[0]
+    for f in (hf_train, ours_loss, ours_forward, hf_infer, ours_infer): f()
+    t = interleaved({'transformers train step': hf_train, 'ours loss() train step': ours_loss, 'ours forward() train step': ours_forward,
+                     'transformers inference': hf_infer, 'ours inference': ours_infer}, rounds=8)
+    rates = {k: B * T / v for k, v in t.items()}
+    ok = report(f'BERT training step, V={V}, d={D}, {L} layers, {H} heads, d_ff={FF}, B={B}, T={T}, p={P}, losses equal to 1e-5', 'tokens/s', rates,
+                {('ours loss() train step', 'transformers train step'): 1.6, ('ours forward() train step', 'transformers train step'): 1.0,
+                 ('ours inference', 'transformers inference'): 1.0})
+    mem = {side: measure_peak(side) for side in ('transformers', 'loss()', 'forward()')}
+    print('  peak memory of a training step (MB above the process before it): ' + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
+    mem_ok = mem['loss()'] <= mem['transformers']
+    print(f"  loss() step peak / transformers: {mem['loss()'] / mem['transformers']:.2f} (target <= 1.0) {'ok' if mem_ok else 'ABOVE TARGET'}")
+    return ok and mem_ok
+
+if __name__ == '__main__': sys.exit(0 if main() else 1)

@@ -1,0 +1,117 @@
+"The bert-nb command: a tiny run end to end, resume, two processes under torchrun, and every exit-2 case."
+import json, os, socket, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from bert_nb.bert import load_bert, BertForMLM
+from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS, split_lines
+from bert_nb.wordpiece import WordPieceTokenizer
+
+TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads', '2',
+        '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
+    p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
+    return p
+
+@pytest.fixture(scope='module')
+def run(corpus, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp('runs') / 'tiny'
+    assert main(['--corpus', str(corpus), '--steps', '30', '--out', str(out)] + TINY) == 0
+    return out
+
+def test_tiny_run_writes_everything(run):
+    assert sorted(os.listdir(run)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
+    assert sorted(os.listdir(run / 'model')) == ['config.json', 'model.safetensors', 'vocab.txt']
+    for png in ('loss', 'mask_rates', 'attention_reach'): assert (run / f'{png}.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    m = json.loads((run / 'metrics.json').read_text())
+    assert m['steps'] == 30 and m['world_size'] == 1 and 0.95 * 30 * 8 * 32 < m['tokens'] <= 30 * 8 * 32  # the last packed row is partial
+    assert m['tokens_per_s'] > 0 and m['wall_s'] > 0 and m['peak_mem_mb'] > 0
+    assert [e['step'] for e in m['eval']] == [0, 15, 30] and m['held_out'] == m['eval'][-1]
+    assert m['eval'][-1]['loss'] < m['eval'][0]['loss'] - 0.3            # the held-out loss falls
+    losses = [l for _, _, l in m['train']]
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])                    # and so does the training loss
+    model = load_bert(run / 'model')
+    assert isinstance(model, BertForMLM) and model.config.vocab == len(WordPieceTokenizer.from_vocab(run / 'vocab.txt'))
+
+def test_fill_answers(run, capsys):
+    assert main(['fill', str(run), 'and god said , let there be [MASK] .', '--top-k', '3']) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith('[MASK] 1:') and len(out[0].split()) == 2 + 2 * 3
+    assert main(['fill', str(run / 'model'), '[MASK] and [MASK]']) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+    assert main(['fill', str(run), '--heldout', '3']) == 0
+    assert 'held-out lines' in capsys.readouterr().out
+
+def test_eval_agrees_with_metrics(run, capsys, corpus):
+    assert main(['eval', str(run)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = json.loads((run / 'metrics.json').read_text())['held_out']
+    assert got['n'] == want['n'] and abs(got['loss'] - want['loss']) < 1e-5 and abs(got['acc'] - want['acc']) < 1e-9
+    assert main(['eval', str(run / 'model'), '--corpus', str(corpus)]) == 0
+    assert json.loads(capsys.readouterr().out)['n'] > want['n']
+
+def test_resume_equals_uninterrupted(corpus, run, tmp_path):
+    # a fixed vocab: the tokenizers trainer may break ties differently in another process
+    args = ['--corpus', str(corpus), '--steps', '10', '--vocab', str(run / 'vocab.txt')] + TINY
+    assert main(args + ['--out', str(tmp_path / 'whole')]) == 0
+    assert main(args + ['--out', str(tmp_path / 'parts'), '--stop-at', '4']) == 0
+    assert not (tmp_path / 'parts' / 'metrics.json').exists() and (tmp_path / 'parts' / 'resume.pt').exists()
+    assert main(['train', '--resume', str(tmp_path / 'parts'), '--quiet']) == 0
+    a, b = load_bert(tmp_path / 'whole' / 'model'), load_bert(tmp_path / 'parts' / 'model')
+    for (n, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()): assert torch.equal(x, y), n
+    ma, mb = (json.loads((tmp_path / d / 'metrics.json').read_text()) for d in ('whole', 'parts'))
+    assert [ma['held_out'][k] for k in ('loss', 'acc', 'n')] == [mb['held_out'][k] for k in ('loss', 'acc', 'n')]
+    assert [t[2] for t in ma['train']] == [t[2] for t in mb['train']]  # the same losses, step by step
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+def test_two_processes_torchrun(corpus, tmp_path):
+    out = tmp_path / 'ddp'
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    script = Path(__file__).parents[1] / 'bert_nb' / 'pretrain.py'
+    r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
+                        '--master_port', str(free_port()), str(script), 'train', '--corpus', str(corpus), '--steps', '4', '--out', str(out)] + TINY,
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = json.loads((out / 'metrics.json').read_text())
+    assert m['world_size'] == 2 and len(m['weight_digests']) == 2
+    assert m['weight_digests'][0] == m['weight_digests'][1]          # both ranks hold identical weights
+    assert m['tokens'] == 4 * 8 * 32 * 2                              # each rank trained on its own batch
+    assert sorted(os.listdir(out)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
+    assert r.stdout.count('wrote ') == 1                               # rank 0 alone reports and writes
+
+def bert_nb(*args, cwd=None):
+    exe = Path(sys.executable).parent / 'bert-nb'
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+@pytest.mark.parametrize('args,says', [
+    (['--steps', '-3'], 'must be >= 1, got -3'), (['--steps', 'ten'], 'expected an integer'), (['--bogus-flag'], 'unrecognized arguments: --bogus-flag'),
+    (['--corpus', '/no/such/corpus.txt'], '/no/such/corpus.txt'), (['--lr', '0'], 'lr'), (['--d-model', '100', '--heads', '3'], 'multiple of n_heads'),
+    (['fill', '/no/such/model', 'a [MASK]'], 'not a bert-nb model'), (['eval', '/no/such/model'], 'not a bert-nb model'),
+    (['train', '--resume', '/no/such/run'], 'no resumable run')])
+def test_exit_2_one_line(args, says, tmp_path):
+    r = bert_nb(*args, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and 'Traceback' not in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []  # nothing written
+
+def test_exit_2_in_process(run, tmp_path, capsys):
+    empty = tmp_path / 'empty.txt'; empty.write_text('\n\n   \n')
+    cases = [(['--corpus', str(empty), '--steps', '2', '--out', str(tmp_path / 'o1')], 'at least 2'),
+             (['fill', str(run), 'no blank in this text'], 'no [MASK]'),
+             (['fill', str(run)], 'needs a text'),
+             (['--steps', '2', '--out', str(run)], 'not empty'),
+             (['train', '--resume', str(run)], 'already complete'),
+             (['train', '--resume', str(run), '--steps', '3'], 'drop --steps')]
+    for args, says in cases:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], (args, err)
+    assert not (tmp_path / 'o1').exists()
