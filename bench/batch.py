@@ -24,7 +24,7 @@ def main():
 
     # the same batch shape and tokens first (at p = 0 nothing is masked)
     plain = mlm_batch(ours, texts, 512, 0.0, PCG32(0))
-    enc, _ = hf()
+    enc = ref(texts, padding=True, truncation=True, return_tensors='pt')  # unmasked: the collator masks input_ids in place
     assert np.array_equal(plain['input_ids'], enc['input_ids'].numpy()) and np.array_equal(plain['attention_mask'], enc['attention_mask'].numpy())
     n_tokens = int(plain['attention_mask'].sum())
     t = interleaved({'mlm_batch (exact PCG32 masks)': ours_batch, 'BertTokenizerFast + collator': hf}, rounds=9)
