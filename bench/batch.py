@@ -2,7 +2,6 @@
 BertTokenizerFast(texts, padding=True, truncation=True) followed by transformers' MLM collator."""
 import sys
 import numpy as np
-import torch
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.bert import mlm_batch
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS

@@ -37,11 +37,9 @@ def steps(hf, ours, ids, labels):
 
 def peak_mb(side: str, q):
     "Peak resident memory of three training steps, above what the process held before them (kernel high-water mark)."
-    torch.set_num_threads(torch.get_num_threads())
     hf, ours = models(); ids, labels = batch()
-    (hf if side.startswith('transformers') else ours).zero_grad()
-    del_side = ours if side.startswith('transformers') else hf
-    del del_side
+    if side == 'transformers': ours = None  # only the measured side stays alive
+    else: hf = None
     f = dict(zip(('transformers', 'loss()', 'forward()'), steps(hf, ours, ids, labels)))[side]
     f()  # warm up: allocator pools, gradients exist
     def rss(field):

@@ -1,7 +1,5 @@
 "Checkpoints: transformers is the oracle for Hugging Face weights; our own format must come back bit for bit."
-import json, os, warnings
-from pathlib import Path
-import numpy as np
+import json, os
 import pytest
 import torch
 import transformers

@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from bert_nb.bert import BertConfig, BertLayer, BertEncoder, BertForMLM
 from bert_nb.rng import PCG32
 from pcg_ref import RefPCG

@@ -116,7 +116,7 @@ def test_torch_in_torch_out_and_inputs_untouched():
     assert np.array_equal(a, inputs.numpy()) and np.array_equal(b, labels.numpy())
 
 def test_rates():
-    V, p, n = 30522, 0.15, 0
+    V, p = 30522, 0.15
     ids, special = bert_like(32, 128, V, np.random.default_rng(3))
     g, picked, elig, counts = PCG32(11), 0, 0, np.zeros(3)
     for _ in range(20):

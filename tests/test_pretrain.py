@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from bert_nb.bert import load_bert, BertForMLM
-from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS, split_lines
+from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS
 from bert_nb.wordpiece import WordPieceTokenizer
 
 TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads', '2',

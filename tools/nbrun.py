@@ -4,7 +4,7 @@
 Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
 the outputs stored in the notebook, so the 5-minute run's plots still show.
 """
-import argparse, configparser, copy, os, sys, tempfile
+import argparse, configparser, os, tempfile
 from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter, MarkdownExporter
