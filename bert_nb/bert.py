@@ -247,6 +247,10 @@ def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
     keep = keep[:, None, None, :] if keep.dim() == 2 else keep[:, None]  # (B, 1, 1|T, T)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill_(~keep, torch.finfo(dtype).min)
 
+def _gelu(x: torch.Tensor) -> torch.Tensor:
+    "Exact (erf) GELU. Without autograd nothing reads `x` again, so it runs in place: one (B, T, d_ff) buffer fewer."
+    return F.gelu(x) if torch.is_grad_enabled() else torch.ops.aten.gelu_(x)
+
 class BertAttention(nn.Module):
     "Multi-head self-attention; q, k, v, o are d_model -> d_model."
     def __init__(self, cfg: BertConfig):
@@ -277,7 +281,7 @@ class BertLayer(nn.Module):
     def forward(self, h: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         "h: (B, T, d_model); attn_mask: (B, T) padding mask (1 real, 0 pad) or (B, T, T) query-key mask."
         h = self.attn_ln(h + self.drop(self.attn(h, _attn_bias(attn_mask, h.dtype))))
-        return self.ff_ln(h + self.drop(self.ff_out(F.gelu(self.ff_in(h)))))
+        return self.ff_ln(h + self.drop(self.ff_out(_gelu(self.ff_in(h)))))
 
 # %% ../nbs/02_bert.ipynb #d60c4a9e
 def _check_like(name, x, ids, integer=True):
@@ -346,11 +350,25 @@ class MLMHead(nn.Module):
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
         self.ln = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
 
+    def transform(self, h: torch.Tensor) -> torch.Tensor:
+        "(..., d_model) -> (..., d_model): dense, GELU, LayerNorm."
+        return self.ln(F.gelu(self.dense(h)))
+
+    def decode(self, x: torch.Tensor, word_emb: torch.Tensor) -> torch.Tensor:
+        "(..., d_model) -> (..., vocab): the tied word table plus the decoder's bias."
+        return F.linear(x, word_emb, self.bias)
+
     def forward(self, h: torch.Tensor, word_emb: torch.Tensor) -> torch.Tensor:
         "(..., d_model) -> (..., vocab) logits."
-        return F.linear(self.ln(F.gelu(self.dense(h))), word_emb, self.bias)
+        return self.decode(self.transform(h), word_emb)
 
 # %% ../nbs/02_bert.ipynb #4b42e653
+def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
+    "(indices of the flattened positions with a label, padded with row 0 to a multiple of 64; how many are real)."
+    at = (labels != -100).flatten().nonzero().squeeze(1)
+    # a new matmul shape every step makes oneDNN cache a new kernel every step, and memory grows without end
+    return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
+
 class BertForMLM(nn.Module):
     "A BertEncoder with the MLM head; the decoder is the encoder's word table."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None):
@@ -370,20 +388,19 @@ class BertForMLM(nn.Module):
                 labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         "(logits (B, T, vocab), mean cross-entropy at labelled positions or None)."
         if labels is not None: self._check_labels(labels, ids)
-        logits = self.head(self.encoder(ids, token_type_ids, attn_mask), self.encoder.word_emb.weight)
-        return logits, None if labels is None else _mlm_loss(logits.flatten(0, -2), labels.flatten())
+        x = self.head.transform(self.encoder(ids, token_type_ids, attn_mask))
+        logits = self.head.decode(x, self.encoder.word_emb.weight)
+        if labels is None: return logits, None
+        rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits` (see above)
+        return logits, _mlm_loss(self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]])
 
     def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
                         labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         "(logits (n_labelled, vocab), their labels (n_labelled,)): the head applied only where labels != -100."
         self._check_labels(labels, ids)
         h = self.encoder(ids, token_type_ids, attn_mask)
-        at = (labels != -100).flatten().nonzero().squeeze(1)
-        n = len(at)
-        # pad the rows to a multiple of 64 (then drop them): a new matmul shape every step makes oneDNN cache
-        # a new kernel every step, and memory grows without end
-        rows = torch.cat([at, at.new_zeros(-n % 64)])
-        return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[at]
+        rows, n = _labelled_rows(labels)
+        return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
 
     def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None, labels: torch.Tensor) -> torch.Tensor:
         "The same loss as `forward`'s, with the head applied only at the labelled positions."

@@ -81,6 +81,10 @@ def test_model_against_formula(shape):
     assert np.abs(got_h - h).max() < 1e-10
     logits, _ = m(ids, types, real)
     assert np.abs(logits.detach().numpy() - np_logits(P, h)).max() < 1e-10
+    with torch.no_grad(): assert torch.equal(m(ids, types, real)[0], logits)  # the in-place GELU path
+    f = m.float()
+    with torch.no_grad(): no_grad = f(ids, types, real)[0]
+    assert torch.equal(no_grad, f(ids, types, real)[0].detach())
 
 def test_padding_is_never_read():
     m = random_model().float()
@@ -134,6 +138,21 @@ def test_loss_gradients_match_forward():
     g1 = torch.autograd.grad(m(ids, types, real, labels)[1], list(m.parameters()))
     g2 = torch.autograd.grad(m.loss(ids, types, real, labels), list(m.parameters()))
     for a, b in zip(g1, g2): torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    logits = m(ids, types, real)[0]  # the oracle: cross-entropy read off the full logits
+    g3 = torch.autograd.grad(torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()), list(m.parameters()))
+    for a, b in zip(g1, g3): torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+def test_logits_keep_their_graph():
+    "forward's loss decodes the labelled rows on its own; the returned logits still back-propagate, as without labels."
+    m = random_model()
+    ids, types, real = padded_batch()
+    labels = torch.full_like(ids, -100); labels[0, 2] = 7
+    w = torch.randn(ids.shape + (CFG.vocab,), dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with_labels, loss = m(ids, types, real, labels)
+    g1 = torch.autograd.grad((with_labels * w).sum(), list(m.parameters()))
+    g2 = torch.autograd.grad((m(ids, types, real)[0] * w).sum(), list(m.parameters()))
+    for a, b in zip(g1, g2): assert torch.equal(a, b)
+    assert loss.requires_grad
 
 def test_parameter_names_and_tie():
     m = BertForMLM(BertConfig(50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=10))
