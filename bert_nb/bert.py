@@ -622,7 +622,7 @@ def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer 
         if tok is not None: tok.save(tmp)
     return _write_dir(dir, write)
 
-def load_bert(dir: str | os.PathLike, cls: type = None) -> nn.Module:
+def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
     "The model `save_bert` wrote, in eval mode; `cls=BertEncoder` loads just the encoder of an MLM checkpoint."
     cls = BertForMLM if cls is None else cls
     if cls not in (BertEncoder, BertForMLM): raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
