@@ -38,6 +38,7 @@ sync: .venv/.installed
 
 test: .venv/.installed sync
 	.venv/bin/nbdev_test --n_workers 2
+	$(PY) tools/nbrun.py --kernel nbs/*.ipynb  # as Jupyter's Run All runs them: a real kernel, slow cells left out
 	$(PY) -m pytest -q tests/
 
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.

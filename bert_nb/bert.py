@@ -11,17 +11,18 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 from fastcore.basics import patch
 from safetensors.torch import load_file, save_file
 from .rng import PCG32, sample_categorical, normal_init
 from .wordpiece import SPECIALS, WordPieceTokenizer
 
 # %% auto #0
-__all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'MODEL_FILES', 'mlm_mask', 'special_ids', 'mlm_batch', 'mask_counts', 'mask_stats',
-           'mask_shares', 'mask_chi2', 'plot_mask_rates', 'BertConfig', 'BertAttention', 'BertLayer', 'BertEncoder',
-           'init_weights', 'MLMHead', 'BertForMLM', 'attention_reach', 'plot_attention_reach', 'hf_encoder_names',
-           'hf_bert_encoder_sd', 'load_hf_bert', 'from_hf_pretrained', 'save_hf_bert', 'save_bert', 'load_bert']
+__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'MODEL_FILES', 'plot_draws', 'shown_grid', 'plot_shown', 'mlm_mask',
+           'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts', 'mask_stats', 'mask_shares',
+           'share_z', 'mask_chi2', 'plot_mask_rates', 'BertConfig', 'BertAttention', 'BertLayer', 'plot_attention_maps',
+           'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'BertForMLM', 'position_loss', 'plot_position_loss',
+           'attention_reach', 'plot_attention_reach', 'hf_encoder_names', 'hf_bert_encoder_sd', 'load_hf_bert',
+           'layer_outputs', 'plot_layer_diffs', 'from_hf_pretrained', 'save_hf_bert', 'save_bert', 'load_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # show [MASK], a random id, the token itself
@@ -37,6 +38,25 @@ def _mask_loop(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p
         if a == 0: shown[i] = mask_id
         elif a == 1: shown[i] = rng.below(vocab)
     return inputs, labels
+
+# %% ../nbs/02_bert.ipynb #8b6227af
+def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str], shares=ACTIONS):
+    "Each position's pick draw against p, and a picked position's action draw against the shares' running sums."
+    import matplotlib.pyplot as plt
+    cuts = np.cumsum(shares)[:-1]
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.3))
+    for i, d in enumerate(draws):
+        if not d: a0.text(i, p / 2, 'no draw', ha='center', fontsize=8, color='gray', rotation=90)
+        else: a0.bar(i, d[0], color='C2' if d[0] < p else 'C7')
+        if len(d) > 1: a1.bar(i, d[1], color=f'C{int(np.searchsorted(cuts, d[1], side="right"))}')
+        a1.text(i, 1.03, shown[i], ha='center', fontsize=8)
+    a0.axhline(p, color='k', ls='--', lw=1, label=f'p = {p}: picked below')
+    for c, name in zip(cuts, ('[MASK] below', 'random below')): a1.axhline(c, color='k', ls=':', lw=1, label=f'{c:g}: {name}')
+    a0.set(title='draw 1: is the position picked?', ylabel='u', ylim=(0, 1))
+    a1.set(title='draw 2 (picked only): what it shows', ylabel='u', ylim=(0, 1.12))
+    for ax in (a0, a1): ax.set_xticks(range(len(words)), words); ax.legend(fontsize=7, loc='center right')
+    fig.tight_layout()
+    return fig
 
 # %% ../nbs/02_bert.ipynb #570bcdfa
 _CUTS = (ACTIONS[0], ACTIONS[0] + ACTIONS[1])  # sample_categorical's running sums, in its order
@@ -88,6 +108,26 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
     shown[at[a == 1]] = r[take[a == 1]].astype(np.int64) % vocab
     return inputs, labels
 
+# %% ../nbs/02_bert.ipynb #a8b24f56
+SHOWN = ('not picked', '[MASK]', 'another token', 'itself')
+
+def shown_grid(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> np.ndarray:
+    "What each position shows, as an index into SHOWN (a random draw that lands on [MASK] or the token counts as that)."
+    ids, inputs, labels = np.asarray(ids), np.asarray(inputs), np.asarray(labels)
+    return np.where(labels == -100, 0, np.where(inputs == mask_id, 1, np.where(inputs == ids, 3, 2)))
+
+def plot_shown(grids: dict[str, np.ndarray]):
+    "Side-by-side maps of shown_grid, one per named masking: rows down, positions across."
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    fig, axs = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 3), squeeze=False)
+    for ax, (name, g) in zip(axs[0], grids.items()):
+        im = ax.imshow(g, cmap=ListedColormap(['#eeeeee', 'C0', 'C1', 'C2']), vmin=-.5, vmax=3.5, aspect='auto',
+                       interpolation='nearest')
+        ax.set(title=f'{name}: {(g > 0).mean():.1%} picked', xlabel='position', ylabel='row')
+    fig.colorbar(im, ax=axs[0], ticks=range(4)).ax.set_yticklabels(SHOWN)
+    return fig
+
 # %% ../nbs/02_bert.ipynb #bd7a7865
 def _to_numpy(x):
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
@@ -136,6 +176,24 @@ def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng):
         return torch.from_numpy(inputs).to(ids.device), torch.from_numpy(labels).to(ids.device)
     return inputs, labels
 
+# %% ../nbs/02_bert.ipynb #168b7648
+def plot_pick_rate(rate, special, p: float):
+    "Each position's pick rate over many maskings (special positions hatched) and each row's mean against p."
+    import matplotlib.pyplot as plt
+    rate, special = _to_numpy(rate).astype(float), _to_numpy(special).astype(bool)
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 3), gridspec_kw=dict(width_ratios=(3, 1)))
+    im = a0.imshow(np.ma.masked_where(special, rate), cmap='viridis', vmin=0, vmax=2 * p, aspect='auto')
+    a0.imshow(np.ma.masked_where(~special, np.zeros_like(rate)), cmap='Greys', vmin=-1, vmax=1, aspect='auto')
+    a0.set(title='pick rate by position (grey: special, never picked)', xlabel='position', ylabel='row')
+    fig.colorbar(im, ax=a0, label='pick rate')
+    rows = [r[~s].mean() for r, s in zip(rate, special)]
+    a1.plot(rows, range(len(rows)), 'o', label='observed')
+    a1.axvline(p, color='k', ls='--', label=f'p = {p}')
+    a1.set(title='mean over eligible positions', xlabel='pick rate', ylabel='row', xlim=(0, 2 * p))
+    a1.set_yticks(range(len(rows))); a1.invert_yaxis(); a1.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
 # %% ../nbs/02_bert.ipynb #0cc441af
 def special_ids(tok: WordPieceTokenizer) -> list[int]:
     "The sorted ids of `[PAD] [UNK] [CLS] [SEP] [MASK]`."
@@ -158,6 +216,24 @@ def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> di
     attn = (np.arange(ids.shape[1]) < lens[:, None]).astype(np.int64)
     inputs, labels = mlm_mask(ids, np.isin(ids, special_ids(tok)), tok.mask_id, len(tok), p, rng)
     return dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
+
+# %% ../nbs/02_bert.ipynb #c8655d71
+def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
+    "An mlm_batch as four images: the ids shown ([MASK] marked if mask_id), token types, attention mask, picked labels."
+    import matplotlib.pyplot as plt
+    picked = batch['labels'] != -100
+    panels = [('input_ids' + (' (x: [MASK])' if mask_id is not None else ''), batch['input_ids']),
+              ('token_type_ids', batch['token_type_ids']), ('attention_mask', batch['attention_mask']),
+              (f'labels != -100 ({picked.sum()} picked)', picked)]
+    fig, axs = plt.subplots(1, 4, figsize=(15, 1.2 + 0.35 * len(picked)))
+    for ax, (title, a) in zip(axs, panels):
+        ax.imshow(a, aspect='auto', interpolation='nearest', cmap='viridis' if title.startswith('input') else 'Greys_r')
+        ax.set(title=title, xlabel='position', ylabel='row', yticks=range(len(a)))
+    if mask_id is not None:
+        r, c = np.nonzero(batch['input_ids'] == mask_id)
+        axs[0].plot(c, r, 'rx', ms=8)
+    fig.tight_layout()
+    return fig
 
 # %% ../nbs/02_bert.ipynb #f159d907
 def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -182,6 +258,11 @@ def mask_shares(vocab: int) -> np.ndarray:
     "The exact shares of ([MASK], another token, itself) shown at a picked position."
     return np.array([0.8 + 0.1 / vocab, 0.1 * (vocab - 2) / vocab, 0.1 + 0.1 / vocab])
 
+def share_z(stats: dict) -> np.ndarray:
+    "Each outcome's observed share minus its exact share, in binomial standard deviations."
+    n, exp = stats['outcome'].sum(), stats['expected']
+    return (stats['outcome'] / n - exp) / np.sqrt(exp * (1 - exp) / n)
+
 def mask_chi2(stats: dict) -> float:
     "Pearson's chi-square of the three outcome counts against their exact shares (2 degrees of freedom)."
     n = stats['outcome'].sum()
@@ -190,18 +271,22 @@ def mask_chi2(stats: dict) -> float:
 # %% ../nbs/02_bert.ipynb #cac37819
 def plot_mask_rates(stats: dict):
     "Picked share per batch with its binomial band, the three outcome shares with 4-sd bars, and the pick rate by position."
+    import matplotlib.pyplot as plt
     p, n_el = stats['p'], stats['eligible']
-    fig, ax = plt.subplots(1, 3, figsize=(14, 3.4))
+    fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
     sd = math.sqrt(p * (1 - p) / n_el)
     ax[0].plot(stats['picked_share'], '.', ms=3, label='observed')
     ax[0].axhline(p, color='k', ls='--', label=f'p = {p}')
     ax[0].axhspan(p - 4 * sd, p + 4 * sd, color='k', alpha=.1, label='±4 sd (binomial)')
     ax[0].set(title=f'picked share per batch ({n_el} eligible)', xlabel='batch', ylabel='picked / eligible'); ax[0].legend(fontsize=8)
-    n = stats['outcome'].sum(); obs, exp = stats['outcome'] / n, stats['expected']
-    x = np.arange(3)
-    ax[1].plot(x, exp, 'k_', ms=30, mew=2, label='exact')
-    ax[1].errorbar(x, obs, yerr=4 * np.sqrt(exp * (1 - exp) / n), fmt='o', capsize=4, label='observed ±4 sd')
-    ax[1].set(title=f'shown at {n:,} picked positions', xticks=x, xticklabels=['[MASK]', 'other token', 'itself'], ylabel='share', yscale='log'); ax[1].legend(fontsize=8)
+    z = share_z(stats)
+    ax[1].bar(range(3), z, color=['C0', 'C1', 'C2'])
+    ax[1].axhline(0, color='k', ls='--', lw=1, label='exact share')
+    ax[1].axhspan(-4, 4, color='k', alpha=.1, label='±4 sd')
+    shares = stats['outcome'] / stats['outcome'].sum()
+    labels = [f'{k}\n{s:.4f}\nexact {e:.4f}' for k, s, e in zip(['[MASK]', 'other', 'itself'], shares, stats['expected'])]
+    ax[1].set(title=f"shown at {stats['outcome'].sum():,} picked positions", xticks=range(3), xticklabels=labels,
+              ylabel='(observed - exact) / sd', ylim=(-6, 6)); ax[1].legend(fontsize=8)
     rate = stats['pick_rate'].reshape(-1, stats['pick_rate'].shape[-1]).mean(0)
     ax[2].plot(rate, '.-', label='observed')
     ax[2].plot(np.where(stats['special'].reshape(-1, rate.shape[0]).all(0), 0, p), 'k--', lw=1, label='p, 0 at specials')
@@ -258,14 +343,24 @@ class BertAttention(nn.Module):
         self.n_heads, self.dropout = cfg.n_heads, cfg.dropout
         self.q, self.k, self.v, self.o = (nn.Linear(cfg.d_model, cfg.d_model) for _ in range(4))
 
-    def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def qkv(self, h: torch.Tensor) -> torch.Tensor:
+        "(3, B, nh, T, hs): q, k, v from one (3C x C) matmul; they stay separate Linears (the checkpoint's names)."
         B, T, C = h.shape
-        # one (3C x C) matmul instead of three: q, k, v stay separate Linears (the checkpoint names), fused per call
         w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
         b = torch.cat([self.q.bias, self.k.bias, self.v.bias])
-        q, k, v = F.linear(h, w, b).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+        return F.linear(h, w, b).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
+
+    def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        B, T, C = h.shape
+        q, k, v = self.qkv(h)  # each (B, nh, T, hs)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout if self.training else 0.0)
         return self.o(y.transpose(1, 2).reshape(B, T, C))
+
+    def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out: for looking inside."
+        q, k, _ = self.qkv(h)
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        return (s if bias is None else s + bias).softmax(-1)
 
 class BertLayer(nn.Module):
     "One post-LN encoder layer: attention, then a GELU feed-forward, each added to its input and normalised."
@@ -282,6 +377,21 @@ class BertLayer(nn.Module):
         "h: (B, T, d_model); attn_mask: (B, T) padding mask (1 real, 0 pad) or (B, T, T) query-key mask."
         h = self.attn_ln(h + self.drop(self.attn(h, _attn_bias(attn_mask, h.dtype))))
         return self.ff_ln(h + self.drop(self.ff_out(_gelu(self.ff_in(h)))))
+
+# %% ../nbs/02_bert.ipynb #c7cbe7f9
+def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None):
+    "One heatmap per (T, T) attention map: rows are queries, columns keys."
+    import matplotlib.pyplot as plt
+    maps = maps.detach().float().cpu().numpy()
+    fig, axs = plt.subplots(1, len(maps), figsize=(3.2 * len(maps) + 1, 3.4), squeeze=False)
+    for ax, m, title in zip(axs[0], maps, titles):
+        im = ax.imshow(m, cmap='Blues', vmin=0, vmax=1)
+        ax.set(title=title, xlabel='key', ylabel='query')
+        if tokens is not None:
+            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7); ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+    fig.subplots_adjust(wspace=0.4)
+    fig.colorbar(im, ax=axs[0], label='attention weight')
+    return fig
 
 # %% ../nbs/02_bert.ipynb #d60c4a9e
 def _check_like(name, x, ids, integer=True):
@@ -340,6 +450,24 @@ def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
             elif p.dim() == 1: p.zero_()
             elif rng is None: p.normal_(0.0, std)
             else: p.copy_(torch.from_numpy(normal_init(rng, tuple(p.shape), std)))
+
+# %% ../nbs/02_bert.ipynb #0262ba6c
+def plot_init(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, std: float = 0.02):
+    "Histogram of the initial matrices against N(0, std), and the untrained first layer's attention weights on a sequence."
+    import matplotlib.pyplot as plt
+    w = torch.cat([p.detach().flatten() for p in encoder.parameters() if p.dim() == 2]).double().cpu().numpy()
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.6))
+    a0.hist(w, bins=100, density=True, alpha=.6, label=f'{len(w):,} initial weights')
+    x = np.linspace(-4 * std, 4 * std, 200)
+    a0.plot(x, np.exp(-x**2 / (2 * std**2)) / (std * math.sqrt(2 * math.pi)), 'k', lw=1, label=f'N(0, {std})')
+    a0.set(title=f'matrices at init: std {w.std():.5f}', xlabel='weight', ylabel='density'); a0.legend(fontsize=8)
+    h = encoder.embed(ids[None], None if attn_mask is None else attn_mask[None])
+    w = encoder.layers[0].attn.probs(h, _attn_bias(None if attn_mask is None else attn_mask[None], h.dtype))[0, 0]
+    im = a1.imshow(w.detach().cpu().numpy(), cmap='Blues', vmin=0, vmax=2 * w.max().item())
+    a1.set(title='untrained attention weights (layer 0, head 0)', xlabel='key', ylabel='query')
+    fig.colorbar(im, ax=a1, label='weight')
+    fig.tight_layout()
+    return fig
 
 # %% ../nbs/02_bert.ipynb #19736d17
 class MLMHead(nn.Module):
@@ -412,6 +540,27 @@ def _mlm_loss(logits, labels):
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 logits: the loss in float32
     return F.cross_entropy(logits, labels, ignore_index=-100, reduction='sum') / n.clamp(min=1)
 
+# %% ../nbs/02_bert.ipynb #15adf734
+@torch.no_grad()
+def position_loss(model: BertForMLM, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                  attn_mask: torch.Tensor | None, labels: torch.Tensor) -> torch.Tensor:
+    "(B, T) cross-entropy at each labelled position, NaN where labels == -100."
+    logits, _ = model(ids, token_type_ids, attn_mask)
+    ce = F.cross_entropy(logits.transpose(1, 2).float(), labels.clamp(min=0), reduction='none')
+    return ce.masked_fill(labels == -100, float('nan'))
+
+def plot_position_loss(loss: torch.Tensor, vocab: int):
+    "Each labelled position's loss by position, against ln V (a uniform guess)."
+    import matplotlib.pyplot as plt
+    loss = loss.cpu().numpy()
+    r, c = np.nonzero(~np.isnan(loss))
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.scatter(c, loss[r, c], s=10, c=r, cmap='tab10', label='labelled positions (colour: row)')
+    ax.axhline(math.log(vocab), color='k', ls='--', label=f'ln V = {math.log(vocab):.3f}')
+    ax.set(title=f'untrained loss at {len(r)} labelled positions: mean {np.nanmean(loss):.3f}', xlabel='position',
+           ylabel='cross-entropy (nats)'); ax.legend(fontsize=8)
+    return fig
+
 # %% ../nbs/02_bert.ipynb #c7435daa
 def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = False,
                     samples: int | None = None) -> torch.Tensor:
@@ -434,13 +583,15 @@ def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Te
     return (reach / (1 if samples is None else samples)).sqrt().detach()
 
 def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, tokens=None, samples: int | None = None):
-    "Heatmaps of attention_reach for BERT (padding mask) and the same weights under a causal mask (GPT)."
+    "Heatmaps of attention_reach: BERT (padding mask), and the same weights under a causal mask as a GPT reads."
+    import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, causal in zip(axs, (False, True)):
         r = attention_reach(encoder, ids, attn_mask, causal, samples)
         im = ax.imshow(r.log10().clamp(min=-6).cpu().numpy(), cmap='viridis')
-        ax.set(title=('GPT: causal + padding mask' if causal else 'BERT: padding mask only'), xlabel='input embedding j', ylabel='output i')
+        ax.set(title=('the same weights under a causal mask' if causal else 'BERT: padding mask only'), xlabel='input embedding j', ylabel='output i')
         if tokens is not None: ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7); ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+    fig.subplots_adjust(wspace=0.35)
     fig.colorbar(im, ax=axs, label='log10 |d out_i / d emb_j| (floor -6)')
     return fig
 
@@ -513,6 +664,28 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
     with torch.no_grad():
         for hf, ours in names.items(): params[ours].copy_(sd[hf])
     return model
+
+# %% ../nbs/02_bert.ipynb #fdf2ff41
+@torch.no_grad()
+def layer_outputs(encoder: BertEncoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                  attn_mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    "([h^0, ..., h^L] each (B, T, d_model), [each layer's attention weights (B, nh, T, T)]), in eval mode."
+    h, hs, ps = encoder.embed(ids, token_type_ids), [], []
+    for layer in encoder.layers:
+        hs.append(h); ps.append(layer.attn.probs(h, _attn_bias(attn_mask, h.dtype)))
+        h = layer(h, attn_mask)
+    return hs + [h], ps
+
+def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
+    "Bars of max |ours - reference| per layer, one group per named quantity, on a log axis against `tol`."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 3))
+    w = 0.8 / len(diffs)
+    for i, (name, d) in enumerate(diffs.items()): ax.bar(np.arange(len(d)) + i * w, d, w, label=name)
+    ax.axhline(tol, color='k', ls='--', label=f'tolerance {tol:g}')
+    ax.set(yscale='log', title='ours against transformers, layer by layer', xlabel='layer (0: embeddings)',
+           ylabel='max |difference|'); ax.legend(fontsize=8)
+    return fig
 
 # %% ../nbs/02_bert.ipynb #b171313e
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size', n_heads='num_attention_heads',

@@ -7,7 +7,7 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/pretrain.py`): rerun as the package's module, so its package imports resolve
     import runpy; runpy.run_module('bert_nb.pretrain', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, gzip, hashlib, importlib.resources, json, math, os, resource, sys, time
+import argparse, copy, gzip, hashlib, importlib.resources, json, math, os, resource, sys, time, warnings
 from dataclasses import dataclass, asdict, field
 from datetime import datetime
 from pathlib import Path
@@ -15,18 +15,17 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
-from tqdm.auto import tqdm
+from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import (BertConfig, BertForMLM, mlm_mask, special_ids, save_bert, load_bert, mask_counts, mask_shares,
                           plot_mask_rates, plot_attention_reach)
 
 # %% auto #0
-__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'split_lines',
-           'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'RunArgs', 'sinusoid_positions',
-           'weights_digest', 'MLMLoss', 'prepare', 'MaskTally', 'train', 'plot_losses', 'write_plots', 'find_model',
-           'load_model', 'fill', 'UsageError', 'heldout_blanks', 'main']
+__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'LEARNED', 'read_corpus', 'shuffle',
+           'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'RunArgs',
+           'sinusoid_positions', 'weights_digest', 'MLMLoss', 'prepare', 'MaskTally', 'frequency_baseline', 'train',
+           'plot_losses', 'write_plots', 'find_model', 'load_model', 'fill', 'UsageError', 'heldout_blanks', 'main']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
@@ -247,90 +246,146 @@ class MaskTally:
                     outcome=self.outcome, expected=mask_shares(vocab), pick_rate=self.picks / max(self.rows, 1))
 
 # %% ../nbs/03_pretrain.ipynb #6a475bcc
-def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True) -> Path:
-    "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
-    rank, world = _world()
-    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else 'cpu')
-    t0, out = time.time(), Path(a.out)
-    torch.manual_seed(a.seed)
-    data = prepare(a, WordPieceTokenizer.from_vocab(out / 'vocab.txt') if resume else None)
-    tok, rows, lens = data['tok'], data['rows'][rank::world], data['lens'][rank::world]
-    if len(rows) == 0: raise ValueError(f"the corpus packs into {len(data['rows'])} row(s), fewer than the {world} processes")
-    cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
-    model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
-    if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
-    model = model.to(device).train()
-    loss_fn = MLMLoss(model)
-    if world > 1: loss_fn = nn.parallel.DistributedDataParallel(loss_fn)
-    opt = make_optimizer(model, a.lr, a.weight_decay)
-    mask_rng, batches = PCG32(a.seed, rank), Batches(len(rows), a.batch_size, PCG32(a.seed, ORDER))
-    tally = MaskTally(a.max_len, tok.mask_id)
-    if resume:
-        ck = torch.load(out / 'resume.pt', weights_only=True)
-        total, step, tokens, metrics = ck['total'], ck['step'], ck['tokens'], ck['metrics']
-        model.load_state_dict(ck['model'])
-        r = ck['ranks'][rank]
-        mask_rng.state, mask_rng.inc = r['mask_rng']; batches.load(r['batches']); torch.set_rng_state(r['torch_rng'])
-    else:
-        steps = [] if a.minutes is None else [_calibrate(model, a, data, tok, device, a.minutes * 60 - (time.time() - t0)) if rank == 0 else None]
-        total = min([a.steps] * (a.steps is not None) + [_broadcast(s, rank, world) for s in steps])
-        step, tokens, metrics = 0, 0, dict(train=[], eval=[])
-        if rank == 0:
-            out.mkdir(parents=True, exist_ok=True); tok.save(out)
-            (out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
-    warmup = max(1, round(a.warmup * total))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, warmup))
-    if resume:  # after making the scheduler, which sets each group's lr for step 0
-        opt.load_state_dict(ck['opt']); sched.load_state_dict(ck['sched'])
+class _Run:
+    "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
+    def __init__(self, a: RunArgs, resume: bool):
+        self.a, self.t0, self.out = a, time.time(), Path(a.out)
+        self.rank, self.world = _world()
+        self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else 'cpu')
+        torch.manual_seed(a.seed)
+        self.data = prepare(a, WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None)
+        self.tok = self.data['tok']
+        self.rows, self.lens = self.data['rows'][self.rank::self.world], self.data['lens'][self.rank::self.world]
+        if len(self.rows) == 0:
+            raise ValueError(f"the corpus packs into {len(self.data['rows'])} row(s), fewer than the {self.world} processes")
+        self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                              d_ff=a.d_ff, dropout=a.dropout)
+        self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
+        if a.sin_pos: sinusoid_positions(self.model.encoder, a.sin_scale)
+        self.model = self.model.to(self.device).train()
+        self.loss_fn = MLMLoss(self.model)
+        if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
+        self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
+        self.mask_rng = PCG32(a.seed, self.rank)
+        self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
+        self.tally = MaskTally(a.max_len, self.tok.mask_id)
+        self.step, self.tokens, self.metrics = 0, 0, dict(train=[], eval=[])
 
-    def checkpoint():
-        ranks = _gather(dict(mask_rng=[mask_rng.state, mask_rng.inc], batches=batches.state(), torch_rng=torch.get_rng_state()), world)
-        if rank == 0: _save_state(out, dict(step=step, total=total, tokens=tokens, metrics=metrics, model=model.state_dict(), opt=opt.state_dict(),
-                                           sched=sched.state_dict(), ranks=ranks))
-    def held_out():
-        ev = evaluate(model, tok, data['held_rows'], data['held_lens'], a.seed)
-        metrics['eval'].append(dict(step=step, tokens=tokens, time_s=round(time.time() - t0, 2), **ev))
+    def start(self):
+        "A new run: fix the step count (the budget's, timed on a copy of the model), write the run's settings."
+        a = self.a
+        steps = [] if a.minutes is None else [_calibrate(self.model, a, self.data, self.tok, self.device,
+                                                         a.minutes * 60 - (time.time() - self.t0)) if self.rank == 0 else None]
+        self.set_total(min([a.steps] * (a.steps is not None) + [_broadcast(s, self.rank, self.world) for s in steps]))
+        if self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True); self.tok.save(self.out)
+            (self.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
+
+    def restore(self):
+        "An interrupted run: its last checkpoint, this rank's streams included."
+        ck = torch.load(self.out / 'resume.pt', weights_only=True)
+        self.step, self.tokens, self.metrics = ck['step'], ck['tokens'], ck['metrics']
+        self.model.load_state_dict(ck['model'])
+        r = ck['ranks'][self.rank]
+        self.mask_rng.state, self.mask_rng.inc = r['mask_rng']
+        self.batches.load(r['batches']); torch.set_rng_state(r['torch_rng'])
+        self.set_total(ck['total'])  # makes the scheduler, which sets each group's lr for step 0: load after it
+        self.opt.load_state_dict(ck['opt']); self.sched.load_state_dict(ck['sched'])
+
+    def set_total(self, total: int):
+        self.total, warmup = total, max(1, round(self.a.warmup * total))
+        if not hasattr(self, 'sched'):
+            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, self.total, warmup))
+        self.eval_at = {round(total * k / self.a.evals) for k in range(1, self.a.evals + 1)} | {total}
+
+    def held_out(self) -> dict:
+        ev = evaluate(self.model, self.tok, self.data['held_rows'], self.data['held_lens'], self.a.seed)
+        self.metrics['eval'].append(dict(step=self.step, tokens=self.tokens, time_s=round(time.time() - self.t0, 2), **ev))
         return ev
 
-    def evals_at(total): return {round(total * k / a.evals) for k in range(1, a.evals + 1)} | {total}
-    eval_at, t_eval = evals_at(total), 0.0
-    if rank == 0 and step == 0: t = time.time(); held_out(); t_eval = time.time() - t
-    bar = tqdm(total=total, initial=step, unit='step', disable=rank != 0 or not progress, dynamic_ncols=True, mininterval=1)
-    t_train, tokens_start, step_start, ema = time.perf_counter(), tokens, step, None
-    while step < total and (stop_at is None or step < stop_at):
-        idx = batches.next()
-        ids, inputs, labels, args = _batch(rows, lens, idx, tok, a.mask_p, mask_rng, device)
-        loss = _step(loss_fn, opt, sched, args)
-        step += 1; tokens += int(lens[idx].sum()) * world
-        if step == REFIT and a.minutes is not None and total > 2 * REFIT:
+    def checkpoint(self):
+        ranks = _gather(dict(mask_rng=[self.mask_rng.state, self.mask_rng.inc], batches=self.batches.state(),
+                             torch_rng=torch.get_rng_state()), self.world)
+        if self.rank == 0:
+            _save_state(self.out, dict(step=self.step, total=self.total, tokens=self.tokens, metrics=self.metrics,
+                                       model=self.model.state_dict(), opt=self.opt.state_dict(),
+                                       sched=self.sched.state_dict(), ranks=ranks))
+
+
+# %% ../nbs/03_pretrain.ipynb #071604f9
+def _loop(r: _Run, stop_at: int | None, progress: bool):
+    "Train to r.total (or stop_at): a step per batch, held-out evaluations and checkpoints at r.eval_at."
+    a, t_eval = r.a, 0.0
+    if r.rank == 0 and r.step == 0: t = time.time(); r.held_out(); t_eval = time.time() - t
+    bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress, dynamic_ncols=True,
+               mininterval=1)
+    r.t_train, tokens_start, step_start, ema = time.perf_counter(), r.tokens, r.step, None
+    while r.step < r.total and (stop_at is None or r.step < stop_at):
+        idx = r.batches.next()
+        ids, inputs, labels, args = _batch(r.rows, r.lens, idx, r.tok, a.mask_p, r.mask_rng, r.device)
+        loss = _step(r.loss_fn, r.opt, r.sched, args)
+        r.step += 1; r.tokens += int(r.lens[idx].sum()) * r.world
+        if r.step == REFIT and a.minutes is not None and r.total > 2 * REFIT:
             # refit the step count to the budget from real steps (the calibration timed one batch on a copy)
-            left = a.minutes * 60 - (time.time() - t0) - (a.evals + 1) * t_eval
-            fit = REFIT + int(left / ((time.perf_counter() - t_train) / (step - step_start))) if rank == 0 else None
-            total = max(2 * REFIT, min([a.steps] * (a.steps is not None) + [_broadcast(fit, rank, world)]))
-            eval_at = evals_at(total); bar.total = total
-        if rank == 0:
-            tally.add(ids, inputs, labels, np.isin(ids, special_ids(tok)))
-            metrics['train'].append([step, tokens, round(loss, 5)])
+            left = a.minutes * 60 - (time.time() - r.t0) - (a.evals + 1) * t_eval
+            per_step = (time.perf_counter() - r.t_train) / (r.step - step_start)
+            fit = REFIT + int(left / per_step) if r.rank == 0 else None
+            r.set_total(max(2 * REFIT, min([a.steps] * (a.steps is not None) + [_broadcast(fit, r.rank, r.world)])))
+            bar.total = r.total
+        if r.rank == 0:
+            r.tally.add(ids, inputs, labels, np.isin(ids, special_ids(r.tok)))
+            r.metrics['train'].append([r.step, r.tokens, round(loss, 5)])
             ema = loss if ema is None else 0.98 * ema + 0.02 * loss
-            bar.set_postfix(loss=f'{ema:.3f}', tok_s=f'{(tokens - tokens_start) / (time.perf_counter() - t_train):,.0f}', refresh=False)
+            tok_s = (r.tokens - tokens_start) / (time.perf_counter() - r.t_train)
+            bar.set_postfix(loss=f'{ema:.3f}', tok_s=f'{tok_s:,.0f}', refresh=False)
             bar.update()
-        if step in eval_at or step == stop_at:
-            if rank == 0: bar.write(f"step {step}/{total}: held-out loss {held_out()['loss']:.3f}, masked-token accuracy {metrics['eval'][-1]['acc']:.1%}")
-            checkpoint()
+        if r.step in r.eval_at or r.step == stop_at:
+            if r.rank == 0:
+                ev = r.held_out()
+                bar.write(f"step {r.step}/{r.total}: held-out loss {ev['loss']:.3f}, masked-token accuracy {ev['acc']:.1%}")
+            r.checkpoint()
     bar.close()
-    if step < total:
-        if rank == 0: print(f"stopped at step {step} of {total}; continue with: bert-nb train --resume {out}")
-        return _leave(out, world)
-    train_s = time.perf_counter() - t_train
-    digests = _gather(weights_digest(model), world)
-    if rank == 0:
-        metrics.update(steps=step, total_steps=total, tokens=tokens, tokens_per_s=round((tokens - tokens_start) / train_s, 1), wall_s=round(time.time() - t0, 1),
-                       peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), held_out=metrics['eval'][-1],
-                       config=cfg.to_dict(), world_size=world, weight_digests=digests)
-        save_bert(model, out / 'model', tok)
-        (out / 'metrics.json').write_text(json.dumps(metrics, indent=1) + '\n')
-        write_plots(out, metrics, model, tok, data, tally.stats(a.mask_p, len(tok)) if tally.rows else None)
-    return _leave(out, world)
+    r.tokens_start = tokens_start
+
+def frequency_baseline(tok: WordPieceTokenizer, rows: np.ndarray) -> tuple[str, float]:
+    "The most frequent non-special token of `rows` and its share: the accuracy of always guessing it."
+    ids = rows[~np.isin(rows, special_ids(tok))]
+    counts = np.bincount(ids, minlength=len(tok))
+    return tok.id_to_token(int(counts.argmax())), float(counts.max() / max(len(ids), 1))
+
+LEARNED = 0.15  # a run learned if it beats always guessing the most frequent token by this much accuracy
+
+def _finish(r: _Run):
+    "Rank 0 writes the model, metrics.json and the plots, and says so plainly when the run did not learn."
+    train_s = time.perf_counter() - r.t_train
+    digests = _gather(weights_digest(r.model), r.world)
+    if r.rank != 0: return
+    word, base = frequency_baseline(r.tok, r.data['held_rows'])
+    acc = r.metrics['eval'][-1]['acc']
+    r.metrics.update(steps=r.step, total_steps=r.total, tokens=r.tokens,
+                     tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1), wall_s=round(time.time() - r.t0, 1),
+                     peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                     held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
+                     learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world, weight_digests=digests)
+    save_bert(r.model, r.out / 'model', r.tok)
+    write_plots(r.out, r.metrics, r.model, r.tok, r.data, r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None)
+    (r.out / 'metrics.json').write_text(json.dumps(r.metrics, indent=1) + '\n')  # last: a run with metrics.json is whole
+    if not r.metrics['learned']:
+        budget = f"the {r.a.minutes:g}-minute budget allowed only {r.step} steps on this machine; " if r.a.minutes else ''
+        warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not {LEARNED:.0%} above "
+                      f"always guessing {word!r} ({base:.1%}). {budget}Train a fixed number of steps with --steps "
+                      f"(the default model needs about 1,000 to leave the word-frequency plateau), or fewer --evals.",
+                      stacklevel=2)
+
+def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True) -> Path:
+    "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
+    r = _Run(a, resume)
+    r.restore() if resume else r.start()
+    _loop(r, stop_at, progress)
+    if r.step < r.total:
+        if r.rank == 0: print(f"stopped at step {r.step} of {r.total}; continue with: bert-nb train --resume {r.out}")
+    else: _finish(r)
+    return _leave(r.out, r.world)
 
 def _leave(out: Path, world: int) -> Path:
     "Wait for rank 0's writing, then leave the process group (a process that exits inside one aborts)."
@@ -339,9 +394,11 @@ def _leave(out: Path, world: int) -> Path:
         dist.barrier(); dist.destroy_process_group()
     return out
 
+
 # %% ../nbs/03_pretrain.ipynb #9519d73b
 def plot_losses(metrics: dict):
     "Training loss (per step, and smoothed) and held-out loss against tokens seen; held-out accuracy beside."
+    import matplotlib.pyplot as plt
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 3.8))
     tr = np.array(metrics['train']) if metrics['train'] else np.zeros((0, 3))
     ev = metrics['eval']
@@ -359,10 +416,11 @@ def plot_losses(metrics: dict):
 
 def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceTokenizer, data: dict, mask_stats: dict | None):
     "loss.png, mask_rates.png and attention_reach.png in `out`."
+    import matplotlib.pyplot as plt
     for name, fig in [('loss', lambda: plot_losses(metrics)), ('mask_rates', lambda: mask_stats and plot_mask_rates(mask_stats)),
                       ('attention_reach', lambda: _reach(model, tok, data))]:
         f = fig()
-        if f: f.savefig(out / f'{name}.png', dpi=110); plt.close(f)
+        if f: f.savefig(out / f'{name}.png', dpi=110, bbox_inches='tight'); plt.close(f)
 
 def _reach(model, tok, data, n: int = 24):
     "The attention-reach plot on the start of the first held-out row (a Jacobian of n x n blocks)."
@@ -555,4 +613,6 @@ def main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/03_pretrain.ipynb #19e75c99
 #| eval: false
-if __name__ == '__main__': sys.exit(main())
+# a file run as a program has __file__; a Jupyter kernel's __main__ does not, and must not parse the kernel's argv
+if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())
+

@@ -6,7 +6,6 @@
 from __future__ import annotations
 import math, numbers
 import numpy as np
-import matplotlib.pyplot as plt
 from fastcore.basics import patch
 
 # %% auto #0
@@ -55,6 +54,7 @@ class PCG32:
         "A uniform int in [0, n), unbiased by rejection (`pcg32_boundedrand_r`)."
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
             raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+        n = int(n)  # a NumPy integer would overflow in the threshold's arithmetic
         if not 1 <= n <= 1 << 32: raise ValueError(f"n must be in [1, 2**32], got {n}")
         threshold = ((1 << 32) - n) % n
         while True:
@@ -93,11 +93,11 @@ def advance(self: PCG32, delta: int) -> None:
 def _tables(n: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
     "A_j, C_j for j in [0, n): j LCG steps as s -> A_j*s + C_j (uint64, wrapping)."
     a, c = np.ones(1, np.uint64), np.zeros(1, np.uint64)
-    am, cm = np.uint64(MULT), np.uint64(inc)  # the map of m = len(a) steps
-    with np.errstate(over='ignore'):  # wrapping mod 2**64 is the arithmetic we want
-        while len(a) < n:
-            a, c = np.concatenate([a, a * am]), np.concatenate([c, a * cm + c])
-            am, cm = am * am, am * cm + cm
+    # the map of m = len(a) steps, as 1-element arrays: uint64 array arithmetic wraps mod 2**64 silently
+    am, cm = np.array([MULT], np.uint64), np.array([inc], np.uint64)
+    while len(a) < n:
+        a, c = np.concatenate([a, a * am]), np.concatenate([c, a * cm + c])
+        am, cm = am * am, am * cm + cm
     return a[:n], c[:n]
 
 _TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # inc -> the longest tables built so far
@@ -136,6 +136,7 @@ def uniforms(self: PCG32, n: int) -> np.ndarray:
 # %% ../nbs/00_rng.ipynb #e8df059c
 def plot_uniformity(rng: PCG32, n: int = 100_000, sides: int = 6):
     "Histogram of n uniforms against the flat density, and below(sides) counts against n/sides."
+    import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.2))
     dens, edges = np.histogram(rng.uniforms(n), bins=50, range=(0, 1), density=True)
     sd = math.sqrt(50 / n)  # a bin's density: count/(n/50), count ~ Binomial(n, 1/50)

@@ -48,7 +48,7 @@ def hf_param(hf, ours: str):
     return getattr(mod, parts[-1])
 
 @pytest.mark.parametrize('kw', [{}, dict(num_hidden_layers=3, hidden_size=32, num_attention_heads=4, intermediate_size=20, type_vocab_size=3)])
-def test_golden_logits_loss_gradients(kw):
+def test_golden_hf_bert(kw):
     hf, cfg = tiny_hf(**kw)
     ours = load_hf_bert(BertForMLM(our_config(cfg)), hf.state_dict()).eval()
     for n, p in ours.named_parameters(): assert torch.equal(p, hf_param(hf, n)), n
@@ -151,7 +151,7 @@ def test_save_hf_bert_loads_in_transformers(tmp_path):
     back = from_hf_pretrained(tmp_path / 'mlm')  # and back into ours
     for (n, a), (_, b) in zip(m.named_parameters(), back.named_parameters()): assert torch.equal(a, b), n
 
-def test_roundtrip_bit_for_bit(tmp_path, minilm_dir):
+def test_load_encoder_alone_and_roundtrip(tmp_path, minilm_dir):
     m = random_ours(3)
     tok = WordPieceTokenizer.from_vocab(minilm_dir)
     save_bert(m, tmp_path / 'm', tok=tok)

@@ -58,7 +58,7 @@ def padded_batch(B=3, T=11, V=61, seed=1):
         real[b, :n] = True; ids[b, n:] = 0; types[b, n // 2:n] = 1
     return torch.tensor(ids), torch.tensor(types), torch.tensor(real.astype(np.int64))
 
-def test_layer_against_formula():
+def test_layer_matches_the_formula():
     layer = BertLayer(CFG).double().eval()
     torch.manual_seed(3)
     with torch.no_grad():
@@ -116,7 +116,7 @@ def test_token_types_are_added():
     assert torch.equal(m.encoder(ids), m.encoder(ids, torch.zeros_like(ids)))
     assert (m.encoder(ids, torch.ones_like(ids)) - m.encoder(ids)).abs().max() > 1e-3
 
-def test_loss_is_cross_entropy_at_labelled_positions():
+def test_loss_only_at_labelled_positions():
     m = random_model()
     ids, types, real = padded_batch()
     labels = torch.full_like(ids, -100); labels[0, 2] = 7; labels[1, 5] = 60; labels[2, 1] = 0
@@ -154,7 +154,7 @@ def test_logits_keep_their_graph():
     for a, b in zip(g1, g2): assert torch.equal(a, b)
     assert loss.requires_grad
 
-def test_parameter_names_and_tie():
+def test_decoder_is_tied_and_has_a_bias():
     m = BertForMLM(BertConfig(50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=10))
     names = [n for n, _ in m.named_parameters()]
     layer = [f'encoder.layers.0.attn.{x}.{y}' for x in 'qkvo' for y in ('weight', 'bias')] + \
@@ -168,6 +168,11 @@ def test_parameter_names_and_tie():
     with torch.no_grad(): m.encoder.word_emb.weight[7] += 1.0   # only the word table changes
     after = m(ids)[0].detach()
     assert (after[..., 7] - before[..., 7]).abs().min() > 1e-3   # ... and the logits of that word move
+    m.eval(); after = m(ids)[0].detach()
+    with torch.no_grad(): m.head.bias[9] += 0.5                 # the decoder's own bias: added to its word's logit only
+    shifted = m(ids)[0].detach()
+    assert torch.allclose(shifted[..., 9] - after[..., 9], torch.full((1, 3), 0.5), atol=1e-6)
+    assert torch.equal(shifted[..., :9], after[..., :9]) and torch.equal(shifted[..., 10:], after[..., 10:])
 
 def test_init_like_transformers():
     torch.manual_seed(0)

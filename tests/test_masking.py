@@ -33,14 +33,14 @@ class Script:
 
 EX_IDS, EX_SPECIAL = np.array([2, 5, 6, 7, 3, 0]), np.array([True, False, False, False, True, True])
 
-def test_worked_example():
+def test_hand_example_mlm_mask():
     rng = Script([0.05, 0.50, 0.90, 0.10, 0.85], [9])
     inputs, labels = mlm_mask(EX_IDS, EX_SPECIAL, 4, 40, 0.15, rng)
     assert inputs.tolist() == [2, 4, 6, 9, 3, 0]
     assert labels.tolist() == [-100, 5, -100, 7, -100, -100]
     assert rng.u == [] and rng.b == []  # exactly five uniforms and one below
 
-def test_kept_token_is_labelled():
+def test_keep_action_still_predicts():
     inputs, labels = mlm_mask(EX_IDS, EX_SPECIAL, 4, 40, 0.15, Script([0.10, 0.95, 0.5, 0.5]))
     assert inputs.tolist() == EX_IDS.tolist()
     assert labels.tolist() == [-100, 5, -100, -100, -100, -100]
@@ -70,7 +70,7 @@ def bert_like(B, T, V, g):
         ids[b, :n] = np.r_[2, g.integers(5, V, n - 2), 3]
     return ids, np.isin(ids, [0, 1, 2, 3, 4])
 
-def test_replay_4x32():
+def test_mask_follows_the_op_order():
     ids, special = bert_like(4, 32, 1000, np.random.default_rng(0))
     inputs, labels = check_replay(ids, special, 4, 1000, 0.15, seed=42, stream=54)
     assert (labels != -100).any() and (inputs == 4).any()
@@ -115,7 +115,7 @@ def test_torch_in_torch_out_and_inputs_untouched():
     assert np.array_equal(ids, n_ids) and np.array_equal(special, n_sp)
     assert np.array_equal(a, inputs.numpy()) and np.array_equal(b, labels.numpy())
 
-def test_rates():
+def test_mask_rates():
     V, p = 30522, 0.15
     ids, special = bert_like(32, 128, V, np.random.default_rng(3))
     g, picked, elig, counts = PCG32(11), 0, 0, np.zeros(3)
@@ -144,7 +144,7 @@ BAD = [
 ]
 
 @pytest.mark.parametrize('change,exc,msg', BAD)
-def test_errors(change, exc, msg):
+def test_validation(change, exc, msg):
     args = dict(ids=EX_IDS, special_mask=EX_SPECIAL, mask_id=4, vocab=40, p=0.15, rng=PCG32(0)) | change
     before = [a.copy() for a in (EX_IDS, EX_SPECIAL)]
     with pytest.raises(exc, match=msg): mlm_mask(**args)
@@ -186,7 +186,7 @@ def test_batch_p1_labels_every_real_token(tok):
     assert (b['labels'][special] == -100).all()
     assert (b['labels'][~special] == plain[~special]).all()
 
-def test_batch_masking_is_one_mlm_mask_call(tok):
+def test_mlm_batch_from_text(tok):
     b = mlm_batch(tok, TEXTS, max_len=64, p=0.3, rng=PCG32(8, 2))
     plain = mlm_batch(tok, TEXTS, max_len=64, p=0.0, rng=PCG32(0))['input_ids']
     ref = RefPCG(8, 2)

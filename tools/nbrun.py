@@ -1,4 +1,4 @@
-"""Render the notebooks: README.md from index.ipynb, HTML pages, or outputs saved in place.
+"""Render the notebooks: README.md from index.ipynb, HTML pages, outputs saved in place, or a Jupyter kernel run.
 
 `nbdev_readme` needs Quarto, which cannot be installed here, so nbconvert renders the README.
 Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
@@ -49,11 +49,29 @@ def execute(nb_path: Path, slow: bool = False):
     def skip(cell):
         if cell.cell_type != 'code': return True
         d = directives(cell)
-        return bool(flags & set(d)) or d.get('eval:', [''])[0].lower() == 'false'
+        if flags & set(d) or d.get('eval:', [''])[0].lower() == 'false': return True
+        cell.outputs = []  # CaptureShell keeps a cell's old outputs when the new run prints nothing
+        return False
     cwd = os.getcwd(); os.chdir(nb_path.parent)
     try: CaptureShell(nb_path).run_all(nb, exc_stop=True, preproc=skip)
     finally: os.chdir(cwd)
     return nb
+
+def kernel(nb_paths, timeout: int = 600):
+    "Run each notebook top to bottom in a real Jupyter kernel (ipykernel), as Run All does; fail on any error output."
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    failed = []
+    for p in nb_paths:
+        nb = nbformat.read(p, as_version=4)
+        nb.cells = [c for c in nb.cells if c.cell_type != 'code' or not skip_flags & set(directives(c))]
+        try: NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(p.parent)}}).execute()
+        except CellExecutionError as e:
+            failed.append(p); print(f'{p}: FAILED in a Jupyter kernel\n{e}'); continue
+        errors = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if o.output_type == 'error']
+        if errors: failed.append(p); print(f'{p}: error output {errors[0].ename}: {errors[0].evalue}')
+        else: print(f'{p}: ran top to bottom in a Jupyter kernel')
+    if failed: raise SystemExit(f'{len(failed)} notebook(s) failed in a kernel: {" ".join(map(str, failed))}')
 
 def html(nb_paths, out_dir: Path):
     from execnb.nbio import write_nb
@@ -80,9 +98,11 @@ if __name__ == '__main__':
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
     g.add_argument('--html', metavar='DIR')
     g.add_argument('--inplace', action='store_true')
+    g.add_argument('--kernel', action='store_true', help='run each notebook in a Jupyter kernel, slow cells left out')
     ap.add_argument('--slow', action='store_true', help='with --inplace: run the slow cells too, storing their outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
     elif a.html: html(a.nbs, Path(a.html))
+    elif a.kernel: kernel(a.nbs)
     else: inplace(a.nbs, a.slow)
