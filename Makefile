@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs bench bench-demo readme sync
+.PHONY: demo test docs bench bench-demo readme sync mutants
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -48,3 +48,8 @@ bench: .venv/.installed
 # The default recipe against the stock transformers one, 5 minutes each on the same split (about 11 minutes).
 bench-demo: .venv/.installed
 	cd bench && ../$(PY) demo.py
+
+# Mutation testing (minutes, not part of `make test`): each fault in tools/mutants.py applied to a scratch copy, the tests
+# run against it, a table of who killed it; exits non-zero when a fault survives.
+mutants: .venv/.installed
+	$(PY) tools/mutants.py
