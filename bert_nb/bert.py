@@ -41,7 +41,7 @@ def _mask_loop(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p
 
 # %% ../nbs/02_bert.ipynb #8b6227af
 def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str], shares=ACTIONS):
-    "Each position's pick draw against p, and a picked position's action draw against the shares' running sums."
+    "Each position's pick draw against p; a picked position's action draw against the shares' running sums."
     import matplotlib.pyplot as plt
     cuts = np.cumsum(shares)[:-1]
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.3))
@@ -51,7 +51,8 @@ def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str],
         if len(d) > 1: a1.bar(i, d[1], color=f'C{int(np.searchsorted(cuts, d[1], side="right"))}')
         a1.text(i, 1.03, shown[i], ha='center', fontsize=8)
     a0.axhline(p, color='k', ls='--', lw=1, label=f'p = {p}: picked below')
-    for c, name in zip(cuts, ('[MASK] below', 'random below')): a1.axhline(c, color='k', ls=':', lw=1, label=f'{c:g}: {name}')
+    for c, name in zip(cuts, ('[MASK] below', 'random below')):
+        a1.axhline(c, color='k', ls=':', lw=1, label=f'{c:g}: {name}')
     a0.set(title='draw 1: is the position picked?', ylabel='u', ylim=(0, 1))
     a1.set(title='draw 2 (picked only): what it shows', ylabel='u', ylim=(0, 1.12))
     for ax in (a0, a1): ax.set_xticks(range(len(words)), words); ax.legend(fontsize=7, loc='center right')
@@ -70,8 +71,9 @@ def _chain(succ: np.ndarray) -> np.ndarray:
         jump = jump[jump]
     return path[path < n]
 
-def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32, n: int | None = None):
-    "The op order on a block of the PCG32 stream (n draws first; default: the expected count and a margin) with NumPy."
+def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32,
+              n: int | None = None):
+    "The op order on a block of the PCG32 stream, in NumPy (n draws first; default: expected count + margin)."
     inputs, labels = ids.copy(), np.full_like(ids, -100)
     pos = np.flatnonzero(~special.reshape(-1))  # the positions that draw, in C order
     m = len(pos)
@@ -86,9 +88,11 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
         u2 = r[cand + 1] / 4294967296.0
         act = (u2 >= _CUTS[0]).astype(np.int64) + (u2 >= _CUTS[1])
         rnd = act == 1
-        ok = np.append(np.flatnonzero(r >= threshold), 4 * n)  # outputs below() accepts; a sentinel past the block
+        # outputs below() accepts; a sentinel past the block
+        ok = np.append(np.flatnonzero(r >= threshold), 4 * n)
         take = cand + 2
-        take[rnd] = ok[np.searchsorted(ok, take[rnd])]  # a random pick's below() ends at the first accepted output
+        # a random pick's below() ends at the first accepted output
+        take[rnd] = ok[np.searchsorted(ok, take[rnd])]
         length = take - cand + rnd             # 2 draws, or 2 plus below()'s
         starts = _chain(np.searchsorted(cand, cand + length))
         q, L = cand[starts], length[starts]
@@ -97,7 +101,8 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
         q, L, k, a, take = q[sel], L[sel], k[sel], act[starts][sel], take[starts][sel]
         used = q[-1] + L[-1] + (m - 1 - k[-1]) if len(q) else m
         if used <= n: break
-        n *= 2                                 # the block was too short (a long run of rejections): take a longer one
+        # the block was too short (a long run of rejections): take a longer one
+        n *= 2
         rng.state = start.state
     rng.state = start.state
     rng.advance(int(used))                     # leave the generator where the op order leaves it
@@ -112,7 +117,7 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
 SHOWN = ('not picked', '[MASK]', 'another token', 'itself')
 
 def shown_grid(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> np.ndarray:
-    "What each position shows, as an index into SHOWN (a random draw that lands on [MASK] or the token counts as that)."
+    "What each position shows, an index into SHOWN (a random id equal to [MASK] or the token counts as that)."
     ids, inputs, labels = np.asarray(ids), np.asarray(inputs), np.asarray(labels)
     return np.where(labels == -100, 0, np.where(inputs == mask_id, 1, np.where(inputs == ids, 3, 2)))
 
@@ -122,8 +127,8 @@ def plot_shown(grids: dict[str, np.ndarray]):
     from matplotlib.colors import ListedColormap
     fig, axs = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 3), squeeze=False)
     for ax, (name, g) in zip(axs[0], grids.items()):
-        im = ax.imshow(g, cmap=ListedColormap(['#eeeeee', 'C0', 'C1', 'C2']), vmin=-.5, vmax=3.5, aspect='auto',
-                       interpolation='nearest')
+        cmap = ListedColormap(['#eeeeee', 'C0', 'C1', 'C2'])
+        im = ax.imshow(g, cmap=cmap, vmin=-.5, vmax=3.5, aspect='auto', interpolation='nearest')
         ax.set(title=f'{name}: {(g > 0).mean():.1%} picked', xlabel='position', ylabel='row')
     fig.colorbar(im, ax=axs[0], ticks=range(4)).ax.set_yticklabels(SHOWN)
     return fig
@@ -133,13 +138,15 @@ def _to_numpy(x):
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 def _check_int(name, x, lo=None, hi=None):
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral): raise TypeError(f"{name} must be an int, got {type(x).__name__} {x!r}")
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(x).__name__} {x!r}")
     if (lo is not None and x < lo) or (hi is not None and x >= hi):
         raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}), got {x}")
     return int(x)
 
 def _check_p(p):
-    if isinstance(p, bool) or not isinstance(p, numbers.Real): raise TypeError(f"p must be a number, got {type(p).__name__} {p!r}")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"p must be a number, got {type(p).__name__} {p!r}")
     if not 0 <= p <= 1: raise ValueError(f"p must be in [0, 1], got {p}")
     return float(p)
 
@@ -157,7 +164,8 @@ def _check_special(special_mask, shape) -> np.ndarray:
     s = _to_numpy(special_mask)
     if s.shape != shape: raise ValueError(f"special_mask must have the shape of ids {shape}, got {s.shape}")
     if s.dtype != bool:
-        if s.dtype.kind not in 'iu' or not np.isin(s, (0, 1)).all(): raise ValueError(f"special_mask must be bool (or 0/1), got dtype {s.dtype}")
+        if s.dtype.kind not in 'iu' or not np.isin(s, (0, 1)).all():
+            raise ValueError(f"special_mask must be bool (or 0/1), got dtype {s.dtype}")
         s = s.astype(bool)
     return s
 
@@ -168,7 +176,8 @@ def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng):
     mask_id = _check_int('mask_id', mask_id, 0, vocab)
     p = _check_p(p)
     for m in ('uniform', 'below'):
-        if not callable(getattr(rng, m, None)): raise TypeError(f"rng must have a {m}() method, got {type(rng).__name__}")
+        if not callable(getattr(rng, m, None)):
+            raise TypeError(f"rng must have a {m}() method, got {type(rng).__name__}")
     a = _check_ids(ids, vocab)
     special = _check_special(special_mask, a.shape)
     inputs, labels = (_mask_pcg if type(rng) is PCG32 else _mask_loop)(a, special, mask_id, vocab, p, rng)
@@ -200,12 +209,15 @@ def special_ids(tok: WordPieceTokenizer) -> list[int]:
     return sorted(tok.token_to_id(s) for s in SPECIALS)
 
 def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> dict[str, np.ndarray]:
-    "Tokenize, truncate, pad and mask: int64 `input_ids`, `token_type_ids`, `attention_mask`, `labels` of shape [B, T]."
-    if isinstance(texts, (str, tuple)) or not hasattr(texts, '__len__'): raise TypeError(f"texts must be a list of texts or (text_a, text_b) pairs, got {type(texts).__name__}")
+    "Tokenize, truncate, pad, mask: int64 [B, T] `input_ids`, `token_type_ids`, `attention_mask`, `labels`."
+    if isinstance(texts, (str, tuple)) or not hasattr(texts, '__len__'):
+        raise TypeError("texts must be a list of texts or (text_a, text_b) pairs, got "
+                        f"{type(texts).__name__}")
     if len(texts) == 0: raise ValueError("texts must not be empty")
     need = 3 if any(isinstance(t, (tuple, list)) for t in texts) else 2  # [CLS] [SEP] ([SEP])
     max_len = _check_int('max_len', max_len)
-    if max_len < need: raise ValueError(f"max_len must be >= {need} to hold the special tokens, got {max_len}")
+    if max_len < need:
+        raise ValueError(f"max_len must be >= {need} to hold the special tokens, got {max_len}")
     _check_p(p)
     encs = tok.encode_batch(texts, max_len=max_len)
     lens = np.array([len(e.ids) for e in encs])
@@ -219,7 +231,7 @@ def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> di
 
 # %% ../nbs/02_bert.ipynb #c8655d71
 def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
-    "An mlm_batch as four images: the ids shown ([MASK] marked if mask_id), token types, attention mask, picked labels."
+    "An mlm_batch as four images: the ids shown ([MASK] marked), token types, attention mask, picked labels."
     import matplotlib.pyplot as plt
     picked = batch['labels'] != -100
     panels = [('input_ids' + (' (x: [MASK])' if mask_id is not None else ''), batch['input_ids']),
@@ -227,7 +239,8 @@ def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
               (f'labels != -100 ({picked.sum()} picked)', picked)]
     fig, axs = plt.subplots(1, 4, figsize=(15, 1.2 + 0.35 * len(picked)))
     for ax, (title, a) in zip(axs, panels):
-        ax.imshow(a, aspect='auto', interpolation='nearest', cmap='viridis' if title.startswith('input') else 'Greys_r')
+        ax.imshow(a, aspect='auto', interpolation='nearest',
+                  cmap='viridis' if title.startswith('input') else 'Greys_r')
         ax.set(title=title, xlabel='position', ylabel='row', yticks=range(len(a)))
     if mask_id is not None:
         r, c = np.nonzero(batch['input_ids'] == mask_id)
@@ -236,23 +249,26 @@ def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
     return fig
 
 # %% ../nbs/02_bert.ipynb #f159d907
-def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> tuple[np.ndarray, np.ndarray]:
-    "What was shown at the picked positions: counts of ([MASK], another token, the token itself), and the picked mask."
+def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
+                mask_id: int) -> tuple[np.ndarray, np.ndarray]:
+    "What the picked positions show: counts of ([MASK], another token, the token itself); the picked mask."
     picked = labels != -100
     shown, orig = inputs[picked], ids[picked]
     is_mask = shown == mask_id
-    return np.array([is_mask.sum(), (~is_mask & (shown != orig)).sum(), (~is_mask & (shown == orig)).sum()]), picked
+    counts = [is_mask.sum(), (~is_mask & (shown != orig)).sum(), (~is_mask & (shown == orig)).sum()]
+    return np.array(counts), picked
 
 def mask_stats(ids, special_mask, mask_id: int, vocab: int, p: float, rng, n_batches: int = 200) -> dict:
-    "Mask the same ids `n_batches` times from one stream; count picks per batch, outcomes, and picks per position."
+    "Mask the same ids `n_batches` times from one stream: picks per batch, outcomes, picks per position."
     ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
     picked_share, outcome, per_pos = [], np.zeros(3, np.int64), np.zeros(ids.shape, np.int64)
     for _ in range(n_batches):
         counts, picked = mask_counts(ids, *mlm_mask(ids, special, mask_id, vocab, p, rng), mask_id)
         outcome += counts; per_pos += picked
         picked_share.append(picked.sum() / max((~special).sum(), 1))
-    return dict(p=p, vocab=vocab, eligible=int((~special).sum()), special=special, picked_share=np.array(picked_share),
-                outcome=outcome, expected=mask_shares(vocab), pick_rate=per_pos / n_batches)
+    return dict(p=p, vocab=vocab, eligible=int((~special).sum()), special=special,
+                picked_share=np.array(picked_share), outcome=outcome, expected=mask_shares(vocab),
+                pick_rate=per_pos / n_batches)
 
 def mask_shares(vocab: int) -> np.ndarray:
     "The exact shares of ([MASK], another token, itself) shown at a picked position."
@@ -270,7 +286,7 @@ def mask_chi2(stats: dict) -> float:
 
 # %% ../nbs/02_bert.ipynb #cac37819
 def plot_mask_rates(stats: dict):
-    "Picked share per batch with its binomial band, the three outcome shares with 4-sd bars, and the pick rate by position."
+    "Picked share per batch in its binomial band; the outcome shares as z-scores; the pick rate by position."
     import matplotlib.pyplot as plt
     p, n_el = stats['p'], stats['eligible']
     fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
@@ -278,19 +294,24 @@ def plot_mask_rates(stats: dict):
     ax[0].plot(stats['picked_share'], '.', ms=3, label='observed')
     ax[0].axhline(p, color='k', ls='--', label=f'p = {p}')
     ax[0].axhspan(p - 4 * sd, p + 4 * sd, color='k', alpha=.1, label='±4 sd (binomial)')
-    ax[0].set(title=f'picked share per batch ({n_el} eligible)', xlabel='batch', ylabel='picked / eligible'); ax[0].legend(fontsize=8)
+    ax[0].set(title=f'picked share per batch ({n_el} eligible)', xlabel='batch', ylabel='picked / eligible')
+    ax[0].legend(fontsize=8)
     z = share_z(stats)
     ax[1].bar(range(3), z, color=['C0', 'C1', 'C2'])
     ax[1].axhline(0, color='k', ls='--', lw=1, label='exact share')
     ax[1].axhspan(-4, 4, color='k', alpha=.1, label='±4 sd')
     shares = stats['outcome'] / stats['outcome'].sum()
-    labels = [f'{k}\n{s:.4f}\nexact {e:.4f}' for k, s, e in zip(['[MASK]', 'other', 'itself'], shares, stats['expected'])]
-    ax[1].set(title=f"shown at {stats['outcome'].sum():,} picked positions", xticks=range(3), xticklabels=labels,
-              ylabel='(observed - exact) / sd', ylim=(-6, 6)); ax[1].legend(fontsize=8)
+    names = ['[MASK]', 'other', 'itself']
+    labels = [f'{k}\n{s:.4f}\nexact {e:.4f}' for k, s, e in zip(names, shares, stats['expected'])]
+    ax[1].set(title=f"shown at {stats['outcome'].sum():,} picked positions", xticks=range(3),
+              xticklabels=labels, ylabel='(observed - exact) / sd', ylim=(-6, 6))
+    ax[1].legend(fontsize=8)
     rate = stats['pick_rate'].reshape(-1, stats['pick_rate'].shape[-1]).mean(0)
     ax[2].plot(rate, '.-', label='observed')
-    ax[2].plot(np.where(stats['special'].reshape(-1, rate.shape[0]).all(0), 0, p), 'k--', lw=1, label='p, 0 at specials')
-    ax[2].set(title='pick rate by position', xlabel='position', ylabel='picked share'); ax[2].legend(fontsize=8)
+    ax[2].plot(np.where(stats['special'].reshape(-1, rate.shape[0]).all(0), 0, p), 'k--', lw=1,
+               label='p, 0 at specials')
+    ax[2].set(title='pick rate by position', xlabel='position', ylabel='picked share')
+    ax[2].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -309,11 +330,15 @@ class BertConfig:
     ln_eps: float = 1e-12
 
     def __post_init__(self):
-        for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'): _check_int(f, getattr(self, f), 1)
-        if self.d_model % self.n_heads: raise ValueError(f"d_model must be a multiple of n_heads, got d_model={self.d_model}, n_heads={self.n_heads}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
+        for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'):
+            _check_int(f, getattr(self, f), 1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model must be a multiple of n_heads, got d_model={self.d_model}, "
+                             f"n_heads={self.n_heads}")
+        real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)
+        if not real(self.dropout) or not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if isinstance(self.ln_eps, bool) or not isinstance(self.ln_eps, numbers.Real) or not self.ln_eps > 0:
+        if not real(self.ln_eps) or not self.ln_eps > 0:
             raise ValueError(f"ln_eps must be > 0, got {self.ln_eps!r}")
 
     def to_dict(self) -> dict: return asdict(self)
@@ -326,14 +351,15 @@ class BertConfig:
 
 # %% ../nbs/02_bert.ipynb #45469755
 def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
-    "Additive attention bias: 0 where a query may read a key, the dtype's minimum where not; broadcasts over heads."
+    "Additive attention bias: 0 where a query may read a key, the dtype's minimum where not; (B, 1, 1|T, T)."
     if attn_mask is None: return None
     keep = attn_mask.bool()
     keep = keep[:, None, None, :] if keep.dim() == 2 else keep[:, None]  # (B, 1, 1|T, T)
-    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill_(~keep, torch.finfo(dtype).min)
+    bias = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
+    return bias.masked_fill_(~keep, torch.finfo(dtype).min)
 
 def _gelu(x: torch.Tensor) -> torch.Tensor:
-    "Exact (erf) GELU. Without autograd nothing reads `x` again, so it runs in place: one (B, T, d_ff) buffer fewer."
+    "Exact (erf) GELU; in place when autograd is off (nothing reads `x` again): a (B, T, d_ff) buffer fewer."
     return F.gelu(x) if torch.is_grad_enabled() else torch.ops.aten.gelu_(x)
 
 class BertAttention(nn.Module):
@@ -344,7 +370,7 @@ class BertAttention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(cfg.d_model, cfg.d_model) for _ in range(4))
 
     def qkv(self, h: torch.Tensor) -> torch.Tensor:
-        "(3, B, nh, T, hs): q, k, v from one (3C x C) matmul; they stay separate Linears (the checkpoint's names)."
+        "(3, B, nh, T, hs): q, k, v from one (3C x C) matmul (separate Linears: the checkpoint's names)."
         B, T, C = h.shape
         w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
         b = torch.cat([self.q.bias, self.k.bias, self.v.bias])
@@ -353,11 +379,12 @@ class BertAttention(nn.Module):
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         B, T, C = h.shape
         q, k, v = self.qkv(h)  # each (B, nh, T, hs)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout if self.training else 0.0)
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
         return self.o(y.transpose(1, 2).reshape(B, T, C))
 
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out: for looking inside."
+        "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out to look inside."
         q, k, _ = self.qkv(h)
         s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         return (s if bias is None else s + bias).softmax(-1)
@@ -388,7 +415,8 @@ def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str]
         im = ax.imshow(m, cmap='Blues', vmin=0, vmax=1)
         ax.set(title=title, xlabel='key', ylabel='query')
         if tokens is not None:
-            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7); ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
     fig.subplots_adjust(wspace=0.4)
     fig.colorbar(im, ax=axs[0], label='attention weight')
     return fig
@@ -396,8 +424,10 @@ def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str]
 # %% ../nbs/02_bert.ipynb #d60c4a9e
 def _check_like(name, x, ids, integer=True):
     if not isinstance(x, torch.Tensor): raise ValueError(f"{name} must be a tensor, got {type(x).__name__}")
-    if x.shape != ids.shape: raise ValueError(f"{name} must have the shape of ids {tuple(ids.shape)}, got {tuple(x.shape)}")
-    if integer and (x.dtype.is_floating_point or x.dtype.is_complex): raise ValueError(f"{name} must be an integer or bool tensor, got {x.dtype}")
+    if x.shape != ids.shape:
+        raise ValueError(f"{name} must have the shape of ids {tuple(ids.shape)}, got {tuple(x.shape)}")
+    if integer and (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise ValueError(f"{name} must be an integer or bool tensor, got {x.dtype}")
 
 def _check_range(name, x, lo, hi):
     if x.numel() and (x.min() < lo or x.max() >= hi):
@@ -408,7 +438,8 @@ class BertEncoder(nn.Module):
     "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None):
         super().__init__()
-        if not isinstance(config, BertConfig): raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
         self.config = c = config
         self.word_emb = nn.Embedding(c.vocab, c.d_model)
         self.pos_emb = nn.Embedding(c.max_len, c.d_model)
@@ -421,9 +452,12 @@ class BertEncoder(nn.Module):
     def embed(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         "h0 = LN(word + position + token type), before dropout. (B, T, d_model)"
         c = self.config
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
-            raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} {getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
-        if ids.shape[1] > c.max_len: raise ValueError(f"ids has T={ids.shape[1]} positions, more than max_len={c.max_len}")
+        if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
+                or ids.dtype.is_complex or ids.dtype == torch.bool):
+            raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
+                             f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
+        if ids.shape[1] > c.max_len:
+            raise ValueError(f"ids has T={ids.shape[1]} positions, more than max_len={c.max_len}")
         _check_range('ids', ids, 0, c.vocab)
         h = self.word_emb(ids) + self.pos_emb.weight[:ids.shape[1]]
         if token_type_ids is None: h = h + self.type_emb.weight[0]  # all segment A
@@ -433,7 +467,8 @@ class BertEncoder(nn.Module):
             h = h + self.type_emb(token_type_ids.long())
         return self.emb_ln(h)
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         "ids: (B, T) -> (B, T, d_model). attn_mask: 1 for a real token, 0 for padding (None: all real)."
         h = self.drop(self.embed(ids, token_type_ids))
         if attn_mask is not None: _check_like('attn_mask', attn_mask, ids)
@@ -442,7 +477,7 @@ class BertEncoder(nn.Module):
 
 # %% ../nbs/02_bert.ipynb #9d3732cc
 def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
-    "Normal(0, std) for every matrix, 1 for LayerNorm weights, 0 for biases; from `rng` in `named_parameters` order if given."
+    "N(0, std) for every matrix, 1 for LayerNorm weights, 0 for biases; from `rng` in named_parameters order."
     norms = {id(m.weight) for m in model.modules() if isinstance(m, nn.LayerNorm)}
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -452,17 +487,20 @@ def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
             else: p.copy_(torch.from_numpy(normal_init(rng, tuple(p.shape), std)))
 
 # %% ../nbs/02_bert.ipynb #0262ba6c
-def plot_init(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, std: float = 0.02):
-    "Histogram of the initial matrices against N(0, std), and the untrained first layer's attention weights on a sequence."
+def plot_init(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
+              std: float = 0.02):
+    "The initial matrices' histogram against N(0, std); the untrained first layer's attention on `ids` (T,)."
     import matplotlib.pyplot as plt
     w = torch.cat([p.detach().flatten() for p in encoder.parameters() if p.dim() == 2]).double().cpu().numpy()
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.6))
     a0.hist(w, bins=100, density=True, alpha=.6, label=f'{len(w):,} initial weights')
     x = np.linspace(-4 * std, 4 * std, 200)
     a0.plot(x, np.exp(-x**2 / (2 * std**2)) / (std * math.sqrt(2 * math.pi)), 'k', lw=1, label=f'N(0, {std})')
-    a0.set(title=f'matrices at init: std {w.std():.5f}', xlabel='weight', ylabel='density'); a0.legend(fontsize=8)
-    h = encoder.embed(ids[None], None if attn_mask is None else attn_mask[None])
-    w = encoder.layers[0].attn.probs(h, _attn_bias(None if attn_mask is None else attn_mask[None], h.dtype))[0, 0]
+    a0.set(title=f'matrices at init: std {w.std():.5f}', xlabel='weight', ylabel='density')
+    a0.legend(fontsize=8)
+    mask = None if attn_mask is None else attn_mask[None]
+    h = encoder.embed(ids[None])
+    w = encoder.layers[0].attn.probs(h, _attn_bias(mask, h.dtype))[0, 0]
     im = a1.imshow(w.detach().cpu().numpy(), cmap='Blues', vmin=0, vmax=2 * w.max().item())
     a1.set(title='untrained attention weights (layer 0, head 0)', xlabel='key', ylabel='query')
     fig.colorbar(im, ax=a1, label='weight')
@@ -492,7 +530,7 @@ class MLMHead(nn.Module):
 
 # %% ../nbs/02_bert.ipynb #4b42e653
 def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
-    "(indices of the flattened positions with a label, padded with row 0 to a multiple of 64; how many are real)."
+    "(flat indices of the labelled positions, padded with row 0 to a multiple of 64; how many are real)."
     at = (labels != -100).flatten().nonzero().squeeze(1)
     # a new matmul shape every step makes oneDNN cache a new kernel every step, and memory grows without end
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
@@ -501,7 +539,8 @@ class BertForMLM(nn.Module):
     "A BertEncoder with the MLM head; the decoder is the encoder's word table."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None):
         super().__init__()
-        if not isinstance(config, BertConfig): raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
         self.config = config
         self.encoder = BertEncoder(config, rng)
         self.head = MLMHead(config)
@@ -510,34 +549,40 @@ class BertForMLM(nn.Module):
     def _check_labels(self, labels, ids):
         _check_like('labels', labels, ids)
         bad = (labels != -100) & ((labels < 0) | (labels >= self.config.vocab))
-        if bad.any(): raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), got {labels[bad][0].item()}")
+        if bad.any():
+            raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), "
+                             f"got {labels[bad][0].item()}")
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         "(logits (B, T, vocab), mean cross-entropy at labelled positions or None)."
         if labels is not None: self._check_labels(labels, ids)
         x = self.head.transform(self.encoder(ids, token_type_ids, attn_mask))
         logits = self.head.decode(x, self.encoder.word_emb.weight)
         if labels is None: return logits, None
-        rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits` (see above)
-        return logits, _mlm_loss(self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]])
+        rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits`
+        labelled = self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n]
+        return logits, _mlm_loss(labelled, labels.flatten()[rows[:n]])
 
-    def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
-                        labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        "(logits (n_labelled, vocab), their labels (n_labelled,)): the head applied only where labels != -100."
+    def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                        attn_mask: torch.Tensor | None, labels: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
         self._check_labels(labels, ids)
         h = self.encoder(ids, token_type_ids, attn_mask)
         rows, n = _labelled_rows(labels)
         return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
 
-    def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None, labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
+             labels: torch.Tensor) -> torch.Tensor:
         "The same loss as `forward`'s, with the head applied only at the labelled positions."
         return _mlm_loss(*self.labelled_logits(ids, token_type_ids, attn_mask, labels))
 
 def _mlm_loss(logits, labels):
     "Mean cross-entropy over labels != -100; 0 (with a graph) when there are none."
     n = (labels != -100).sum()
-    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 logits: the loss in float32
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 logits: a float32 loss
     return F.cross_entropy(logits, labels, ignore_index=-100, reduction='sum') / n.clamp(min=1)
 
 # %% ../nbs/02_bert.ipynb #15adf734
@@ -557,24 +602,27 @@ def plot_position_loss(loss: torch.Tensor, vocab: int):
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.scatter(c, loss[r, c], s=10, c=r, cmap='tab10', label='labelled positions (colour: row)')
     ax.axhline(math.log(vocab), color='k', ls='--', label=f'ln V = {math.log(vocab):.3f}')
-    ax.set(title=f'untrained loss at {len(r)} labelled positions: mean {np.nanmean(loss):.3f}', xlabel='position',
-           ylabel='cross-entropy (nats)'); ax.legend(fontsize=8)
+    ax.set(title=f'untrained loss at {len(r)} labelled positions: mean {np.nanmean(loss):.3f}',
+           xlabel='position', ylabel='cross-entropy (nats)')
+    ax.legend(fontsize=8)
     return fig
 
 # %% ../nbs/02_bert.ipynb #c7435daa
-def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = False,
-                    samples: int | None = None) -> torch.Tensor:
-    "(T, T) norms of d output_i / d input-embedding_j for one sequence (ids: (T,)); causal=True adds a GPT mask."
+def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                    causal: bool = False, samples: int | None = None) -> torch.Tensor:
+    "(T, T) norms of d output_i / d input-embedding_j for one sequence `ids` (T,); causal adds a GPT's mask."
     T = ids.shape[-1]
-    real = torch.ones(T, dtype=torch.bool, device=ids.device) if attn_mask is None else attn_mask.reshape(T).bool()
+    if attn_mask is None: real = torch.ones(T, dtype=torch.bool, device=ids.device)
+    else: real = attn_mask.reshape(T).bool()
     reads = real[None, :].expand(T, T)
     if causal: reads = reads & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
     h0 = encoder.embed(ids.reshape(1, T)).detach().requires_grad_()
     h = h0
     for layer in encoder.layers: h = layer(h, reads[None])
     d = h.shape[-1]
-    # exact: the d basis directions, summed; `samples`: random normal directions v, whose mean of |v.J|^2 estimates |J|_F^2
-    dirs = torch.eye(d, device=ids.device) if samples is None else torch.randn(samples, d, generator=torch.Generator().manual_seed(0)).to(ids.device)
+    # exact: the d basis directions, summed; `samples`: random directions v (mean |v.J|^2 estimates |J|_F^2)
+    if samples is None: dirs = torch.eye(d, device=ids.device)
+    else: dirs = torch.randn(samples, d, generator=torch.Generator().manual_seed(0)).to(ids.device)
     reach = torch.zeros(T, T, device=ids.device)
     for i in range(T):
         for v in dirs:
@@ -582,15 +630,19 @@ def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Te
             reach[i] += g[0].pow(2).sum(-1)
     return (reach / (1 if samples is None else samples)).sqrt().detach()
 
-def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None, tokens=None, samples: int | None = None):
-    "Heatmaps of attention_reach: BERT (padding mask), and the same weights under a causal mask as a GPT reads."
+def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                         tokens=None, samples: int | None = None):
+    "Heatmaps of attention_reach: BERT (padding mask), and the same weights under a causal mask (a GPT's)."
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, causal in zip(axs, (False, True)):
         r = attention_reach(encoder, ids, attn_mask, causal, samples)
         im = ax.imshow(r.log10().clamp(min=-6).cpu().numpy(), cmap='viridis')
-        ax.set(title=('the same weights under a causal mask' if causal else 'BERT: padding mask only'), xlabel='input embedding j', ylabel='output i')
-        if tokens is not None: ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7); ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set(title=('the same weights under a causal mask' if causal else 'BERT: padding mask only'),
+               xlabel='input embedding j', ylabel='output i')
+        if tokens is not None:
+            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
     fig.subplots_adjust(wspace=0.35)
     fig.colorbar(im, ax=axs, label='log10 |d out_i / d emb_j| (floor -6)')
     return fig
@@ -598,18 +650,22 @@ def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: tor
 # %% ../nbs/02_bert.ipynb #8d153f61
 _EMB = [('embeddings.word_embeddings', 'word_emb'), ('embeddings.position_embeddings', 'pos_emb'),
         ('embeddings.token_type_embeddings', 'type_emb'), ('embeddings.LayerNorm', 'emb_ln')]
-_LAYER = [('attention.self.query', 'attn.q'), ('attention.self.key', 'attn.k'), ('attention.self.value', 'attn.v'),
-          ('attention.output.dense', 'attn.o'), ('attention.output.LayerNorm', 'attn_ln'),
-          ('intermediate.dense', 'ff_in'), ('output.dense', 'ff_out'), ('output.LayerNorm', 'ff_ln')]
-_HEAD = [('cls.predictions.transform.dense', 'head.dense'), ('cls.predictions.transform.LayerNorm', 'head.ln')]
+_LAYER = [('attention.self.query', 'attn.q'), ('attention.self.key', 'attn.k'),
+          ('attention.self.value', 'attn.v'), ('attention.output.dense', 'attn.o'),
+          ('attention.output.LayerNorm', 'attn_ln'), ('intermediate.dense', 'ff_in'),
+          ('output.dense', 'ff_out'), ('output.LayerNorm', 'ff_ln')]
+_HEAD = [('cls.predictions.transform.dense', 'head.dense'),
+         ('cls.predictions.transform.LayerNorm', 'head.ln')]
 
 def _names(pairs) -> dict[str, str]:
     "{hf.weight: ours.weight, hf.bias: ours.bias}; embeddings have no bias."
-    return {f'{hf}.{p}': f'{ours}.{p}' for hf, ours in pairs for p in ('weight', 'bias') if p == 'weight' or not hf.endswith('_embeddings')}
+    return {f'{hf}.{p}': f'{ours}.{p}' for hf, ours in pairs for p in ('weight', 'bias')
+            if p == 'weight' or not hf.endswith('_embeddings')}
 
 def hf_encoder_names(n_layers: int) -> dict[str, str]:
     "Hugging Face BertModel key -> BertEncoder key, in our parameter order."
-    return _names(_EMB) | {k: v for i in range(n_layers) for k, v in _names([(f'encoder.layer.{i}.{hf}', f'layers.{i}.{o}') for hf, o in _LAYER]).items()}
+    layers = [(f'encoder.layer.{i}.{hf}', f'layers.{i}.{o}') for i in range(n_layers) for hf, o in _LAYER]
+    return _names(_EMB) | _names(layers)
 
 HF_HEAD_NAMES = _names(_HEAD) | {'cls.predictions.bias': 'head.bias'}
 
@@ -625,11 +681,12 @@ def _n_layers(keys) -> int:
 
 # %% ../nbs/02_bert.ipynb #156fbc42
 def hf_bert_encoder_sd(sd: dict) -> dict:
-    "A transformers BERT state dict (BertModel, BertForMaskedLM or BertForPreTraining keys) -> BertEncoder's names."
+    "A transformers BERT state dict (BertModel, BertForMaskedLM, BertForPreTraining) in BertEncoder's names."
     sd = {_hf_key(k): v for k, v in sd.items()}
     names = hf_encoder_names(_n_layers(sd))
     missing = [k for k in names if k not in sd]
-    if missing: raise ValueError(f"state dict lacks the BERT key(s) {missing[:6]}{' ...' if len(missing) > 6 else ''}")
+    if missing:
+        raise ValueError(f"state dict lacks the BERT key(s) {missing[:6]}{' ...' * (len(missing) > 6)}")
     unknown = [k for k in sd if k not in names and not _dropped(k)]
     if unknown: raise ValueError(f"state dict has key(s) that are not BERT's: {unknown[:6]}")
     return {ours: sd[hf] for hf, ours in names.items()}
@@ -637,29 +694,42 @@ def hf_bert_encoder_sd(sd: dict) -> dict:
 # %% ../nbs/02_bert.ipynb #9bb1127f
 def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
     "Copy a transformers BERT state dict into a BertEncoder or BertForMLM (with its MLM head)."
-    if not isinstance(model, (BertEncoder, BertForMLM)): raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
+    if not isinstance(model, (BertEncoder, BertForMLM)):
+        raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
     enc = model.encoder if mlm else model
     sd = {_hf_key(k): v for k, v in sd.items()}
-    names = {hf: ('encoder.' if mlm else '') + ours for hf, ours in hf_encoder_names(enc.config.n_layers).items()}
+    pre = 'encoder.' if mlm else ''
+    names = {hf: pre + ours for hf, ours in hf_encoder_names(enc.config.n_layers).items()}
     missing = [k for k in names if k not in sd]
-    if missing: raise ValueError(f"checkpoint lacks the key(s) {missing[:6]}{' ...' if len(missing) > 6 else ''}")
+    if missing:
+        raise ValueError(f"checkpoint lacks the key(s) {missing[:6]}{' ...' if len(missing) > 6 else ''}")
     if mlm:
-        missing_head = [k for k in HF_HEAD_NAMES if k not in sd and not (k == 'cls.predictions.bias' and 'cls.predictions.decoder.bias' in sd)]
-        if missing_head and strict: raise ValueError(f"checkpoint has no MLM head: it lacks {missing_head}; strict=False keeps the head's initial weights")
-        if missing_head: warnings.warn(f"checkpoint lacks {missing_head}: the MLM head keeps its initial weights")
+        has_bias = 'cls.predictions.bias' in sd or 'cls.predictions.decoder.bias' in sd
+        missing_head = [k for k in HF_HEAD_NAMES
+                        if k not in sd and not (k == 'cls.predictions.bias' and has_bias)]
+        if missing_head and strict:
+            raise ValueError(f"checkpoint has no MLM head: it lacks {missing_head}; strict=False keeps the "
+                             "head's initial weights")
+        if missing_head:
+            warnings.warn(f"checkpoint lacks {missing_head}: the MLM head keeps its initial weights")
         names |= {k: v for k, v in HF_HEAD_NAMES.items() if k in sd}
-        if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd: names['cls.predictions.decoder.bias'] = 'head.bias'
+        if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd:
+            names['cls.predictions.decoder.bias'] = 'head.bias'
     unknown = [k for k in sd if k not in names and not _dropped(k)]
     if unknown and strict: raise ValueError(f"checkpoint has key(s) that are not BERT's: {unknown[:6]}")
     params = dict(model.named_parameters())
-    bad = [f"{hf} {tuple(sd[hf].shape)} vs {ours} {tuple(params[ours].shape)}" for hf, ours in names.items() if sd[hf].shape != params[ours].shape]
+    bad = [f"{hf} {tuple(sd[hf].shape)} vs {ours} {tuple(params[ours].shape)}" for hf, ours in names.items()
+           if sd[hf].shape != params[ours].shape]
     if bad: raise ValueError(f"shape mismatch: {'; '.join(bad[:4])}")
     # a tied checkpoint stores the decoder as the word table; an untied one is a different model
     word = sd['embeddings.word_embeddings.weight']
-    if mlm and 'cls.predictions.decoder.weight' in sd and not torch.equal(sd['cls.predictions.decoder.weight'], word):
-        raise ValueError("cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight: an untied decoder cannot load into BertForMLM")
-    if mlm and {'cls.predictions.bias', 'cls.predictions.decoder.bias'} <= set(sd) and not torch.equal(sd['cls.predictions.bias'], sd['cls.predictions.decoder.bias']):
+    decoder = sd.get('cls.predictions.decoder.weight')
+    if mlm and decoder is not None and not torch.equal(decoder, word):
+        raise ValueError("cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight: "
+                         "an untied decoder cannot load into BertForMLM")
+    biases = [sd[k] for k in ('cls.predictions.bias', 'cls.predictions.decoder.bias') if k in sd]
+    if mlm and len(biases) == 2 and not torch.equal(*biases):
         raise ValueError("cls.predictions.decoder.bias differs from cls.predictions.bias")
     with torch.no_grad():
         for hf, ours in names.items(): params[ours].copy_(sd[hf])
@@ -688,13 +758,14 @@ def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
     return fig
 
 # %% ../nbs/02_bert.ipynb #b171313e
-_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size', n_heads='num_attention_heads',
-                  n_layers='num_hidden_layers', d_ff='intermediate_size', type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
+_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
+                  n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
+                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
 
 @patch(cls_method=True)
 def from_hf(cls: BertConfig, d: dict) -> BertConfig:
     "A BertConfig from a transformers BERT config dict (`config.json`)."
-    for key, want in (('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute')):
+    for key, want in ('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'):
         if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
     required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
     missing = [k for k in required if k not in d]
@@ -705,18 +776,21 @@ def from_hf(cls: BertConfig, d: dict) -> BertConfig:
 def to_hf(self: BertConfig) -> dict:
     "This config as a transformers BertConfig dict."
     return {'model_type': 'bert', **{hf: getattr(self, ours) for ours, hf in _HF_CONFIG.items()},
-            'attention_probs_dropout_prob': self.dropout, 'hidden_act': 'gelu', 'position_embedding_type': 'absolute', 'initializer_range': 0.02}
+            'attention_probs_dropout_prob': self.dropout, 'hidden_act': 'gelu',
+            'position_embedding_type': 'absolute', 'initializer_range': 0.02}
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
 def _read_json(path: Path) -> dict:
     if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
     try: return json.loads(path.read_text(encoding='utf-8'))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not valid JSON: {e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from None
 
 def _read_safetensors(path: Path) -> dict:
     if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
     try: return load_file(path)
-    except Exception as e: raise ValueError(f"{path} is not a readable safetensors file (corrupt or truncated?): {e}") from None
+    except Exception as e:
+        raise ValueError(f"{path} is not a readable safetensors file (corrupt or truncated?): {e}") from None
 
 def from_hf_pretrained(path: str | os.PathLike, cls: type | None = None) -> nn.Module:
     "A BertForMLM (checkpoint with an MLM head) or BertEncoder from a local transformers BERT directory."
@@ -724,10 +798,13 @@ def from_hf_pretrained(path: str | os.PathLike, cls: type | None = None) -> nn.M
     if not path.is_dir(): raise FileNotFoundError(f"no model directory at {path}")
     config = BertConfig.from_hf(_read_json(path / 'config.json'))
     if (path / 'model.safetensors').is_file(): sd = _read_safetensors(path / 'model.safetensors')
-    elif (path / 'pytorch_model.bin').is_file(): sd = torch.load(path / 'pytorch_model.bin', map_location='cpu', weights_only=True)
+    elif (path / 'pytorch_model.bin').is_file():
+        sd = torch.load(path / 'pytorch_model.bin', map_location='cpu', weights_only=True)
     else: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {path}")
-    if cls is None: cls = BertForMLM if any(_hf_key(k).startswith('cls.predictions.') for k in sd) else BertEncoder
-    if cls not in (BertEncoder, BertForMLM): raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
+    if cls is None:
+        cls = BertForMLM if any(_hf_key(k).startswith('cls.predictions.') for k in sd) else BertEncoder
+    if cls not in (BertEncoder, BertForMLM):
+        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
     return load_hf_bert(cls(config), sd).eval()
 
 # %% ../nbs/02_bert.ipynb #7fcb221b
@@ -746,7 +823,8 @@ def _write_dir(dir: Path, write) -> Path:
     if dir.exists():
         if not dir.is_dir(): raise ValueError(f"{dir} exists and is not a directory")
         other = sorted(set(os.listdir(dir)) - MODEL_FILES)
-        if other: raise ValueError(f"{dir} holds files that are not a model's ({', '.join(other[:5])}): refusing to replace it")
+        if other:
+            raise ValueError(f"{dir} holds files that are not a model's ({', '.join(other[:5])}): refusing")
     dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{dir.name}.tmp-', dir=dir.parent))
     try:
@@ -767,17 +845,21 @@ def _write_dir(dir: Path, write) -> Path:
 # %% ../nbs/02_bert.ipynb #8c6d20e8
 def save_hf_bert(model: nn.Module, dir: str | os.PathLike) -> Path:
     "Write `config.json` and `model.safetensors` that transformers' BertForMaskedLM / BertModel load."
-    if not isinstance(model, (BertEncoder, BertForMLM)): raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
+    if not isinstance(model, (BertEncoder, BertForMLM)):
+        raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
     enc = model.encoder if mlm else model
     ours = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     pre = 'encoder.' if mlm else ''
-    sd = {('bert.' if mlm else '') + hf: ours[pre + o] for hf, o in hf_encoder_names(enc.config.n_layers).items()}
+    hf_pre = 'bert.' if mlm else ''
+    sd = {hf_pre + hf: ours[pre + o] for hf, o in hf_encoder_names(enc.config.n_layers).items()}
     if mlm: sd |= {hf: ours[o] for hf, o in HF_HEAD_NAMES.items()}
     else:
         d = enc.config.d_model
-        sd |= {'pooler.dense.weight': torch.from_numpy(normal_init(PCG32(0), (d, d))), 'pooler.dense.bias': torch.zeros(d)}
-    config = enc.config.to_hf() | {'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True}
+        sd |= {'pooler.dense.weight': torch.from_numpy(normal_init(PCG32(0), (d, d))),
+               'pooler.dense.bias': torch.zeros(d)}
+    arch = 'BertForMaskedLM' if mlm else 'BertModel'
+    config = enc.config.to_hf() | {'architectures': [arch], 'tie_word_embeddings': True}
     def write(tmp):
         save_file(sd, tmp / 'model.safetensors', metadata={'format': 'pt'})
         (tmp / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
@@ -786,7 +868,8 @@ def save_hf_bert(model: nn.Module, dir: str | os.PathLike) -> Path:
 # %% ../nbs/02_bert.ipynb #dab6980a
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
     "Write `dir/config.json` and `dir/model.safetensors` (and `vocab.txt` if `tok`), atomically."
-    if not isinstance(model, (BertEncoder, BertForMLM)): raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
+    if not isinstance(model, (BertEncoder, BertForMLM)):
+        raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     sd = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     meta = {'format': 'bert-nb', 'class': type(model).__name__, 'config': model.config.to_dict()}
     def write(tmp):
@@ -796,14 +879,17 @@ def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer 
     return _write_dir(dir, write)
 
 def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
-    "The model `save_bert` wrote, in eval mode; `cls=BertEncoder` loads just the encoder of an MLM checkpoint."
+    "The model `save_bert` wrote, in eval mode; `cls=BertEncoder` loads an MLM checkpoint's encoder alone."
     cls = BertForMLM if cls is None else cls
-    if cls not in (BertEncoder, BertForMLM): raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
+    if cls not in (BertEncoder, BertForMLM):
+        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
     dir = Path(dir)
     if not dir.is_dir(): raise FileNotFoundError(f"no model directory at {dir}")
     meta = _read_json(dir / 'config.json')
-    if not isinstance(meta, dict) or meta.get('format') != 'bert-nb' or meta.get('class') not in ('BertEncoder', 'BertForMLM'):
-        raise ValueError(f"{dir / 'config.json'} is not a bert-nb model config (a transformers directory? use from_hf_pretrained)")
+    ours = isinstance(meta, dict) and meta.get('format') == 'bert-nb'
+    if not ours or meta.get('class') not in ('BertEncoder', 'BertForMLM'):
+        raise ValueError(f"{dir / 'config.json'} is not a bert-nb model config (a transformers directory? "
+                         "use from_hf_pretrained)")
     try: config = BertConfig.from_dict(meta.get('config', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: bad config: {e}") from None
     sd = _read_safetensors(dir / 'model.safetensors')
@@ -814,8 +900,11 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
     model = cls(config)
     want = model.state_dict()
     missing, unexpected = [k for k in want if k not in sd], [k for k in sd if k not in want]
-    if missing or unexpected: raise ValueError(f"{dir / 'model.safetensors'} does not match its config: missing {missing[:4]}, unexpected {unexpected[:4]}")
-    bad = [f"{k} {tuple(sd[k].shape)} vs config {tuple(v.shape)}" for k, v in want.items() if sd[k].shape != v.shape]
+    if missing or unexpected:
+        raise ValueError(f"{dir / 'model.safetensors'} does not match its config: missing {missing[:4]}, "
+                         f"unexpected {unexpected[:4]}")
+    bad = [f"{k} {tuple(sd[k].shape)} vs config {tuple(v.shape)}" for k, v in want.items()
+           if sd[k].shape != v.shape]
     if bad: raise ValueError(f"{dir / 'model.safetensors'} does not match its config: {'; '.join(bad[:4])}")
     model.load_state_dict(sd)
     return model.eval()

@@ -5,7 +5,7 @@
 # %% ../nbs/03_pretrain.ipynb #b1d8b999
 from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
-    # run as a file (`torchrun bert_nb/pretrain.py`): rerun as the package's module, so its package imports resolve
+    # run as a file (`torchrun bert_nb/pretrain.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.pretrain', run_name='__main__', alter_sys=True); raise SystemExit
 import argparse, copy, gzip, hashlib, importlib.resources, json, math, os, resource, sys, time, warnings
 from dataclasses import dataclass, asdict, field
@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
-from .bert import (BertConfig, BertForMLM, mlm_mask, special_ids, save_bert, load_bert, mask_counts, mask_shares,
-                          plot_mask_rates, plot_attention_reach)
+from .bert import (BertConfig, BertForMLM, mlm_mask, special_ids, save_bert, load_bert, mask_counts,
+                          mask_shares, plot_mask_rates, plot_attention_reach)
 
 # %% auto #0
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'LEARNED', 'read_corpus', 'shuffle',
@@ -59,7 +59,7 @@ def split_lines(lines: list[str], seed: int, held_frac: float = 0.02) -> tuple[l
 
 # %% ../nbs/03_pretrain.ipynb #406e93f9
 def pack_rows(tok: WordPieceTokenizer, lines: list[str], max_len: int) -> tuple[np.ndarray, np.ndarray]:
-    "(rows (N, max_len) int64, lengths (N,)): the lines' tokens concatenated and cut into [CLS] ... [SEP] rows."
+    "(rows (N, max_len), lengths (N,)): the lines' tokens concatenated and cut into [CLS] ... [SEP] rows."
     body = max_len - 2
     toks = np.fromiter((i for e in tok.encode_batch(lines) for i in e.ids[1:-1]), np.int64)
     n = max(1, -(-len(toks) // body))
@@ -76,7 +76,8 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.01) -> t
     "AdamW with decay on the matrices only (not biases, not LayerNorm weights)."
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     rest = [p for n, p in model.named_parameters() if p.dim() < 2]
-    return torch.optim.AdamW([dict(params=decay, weight_decay=weight_decay), dict(params=rest, weight_decay=0.0)], lr=lr, betas=(0.9, 0.98), eps=1e-6)
+    return torch.optim.AdamW([dict(params=decay, weight_decay=weight_decay),
+                              dict(params=rest, weight_decay=0.0)], lr=lr, betas=(0.9, 0.98), eps=1e-6)
 
 def lr_factor(step: int, total: int, warmup: int) -> float:
     "Linear warmup to 1 over `warmup` steps, then linear decay to 0 at `total`."
@@ -101,14 +102,17 @@ class Batches:
 EVAL_P = 0.15
 
 def _batch(rows, lens, idx, tok, p, rng, device):
-    "Mask rows[idx] with one mlm_mask call; tensors on `device`, the attention mask only where there is padding."
+    "Mask rows[idx] with one mlm_mask call; tensors on `device`; an attention mask only if padded."
     ids, n = rows[idx], lens[idx]
     inputs, labels = mlm_mask(ids, np.isin(ids, special_ids(tok)), tok.mask_id, len(tok), p, rng)
-    attn = None if (n == rows.shape[1]).all() else torch.from_numpy((np.arange(rows.shape[1]) < n[:, None]).astype(np.int64)).to(device)
-    return ids, inputs, labels, (torch.from_numpy(inputs).to(device), None, attn, torch.from_numpy(labels).to(device))
+    T = rows.shape[1]
+    attn = (np.arange(T) < n[:, None]).astype(np.int64) if (n < T).any() else None
+    to = lambda x: None if x is None else torch.from_numpy(x).to(device)
+    return ids, inputs, labels, (to(inputs), None, to(attn), to(labels))
 
 @torch.no_grad()
-def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int, batch_size: int = 64) -> dict:
+def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int,
+             batch_size: int = 64) -> dict:
     "Held-out loss and masked-token accuracy, masks from PCG32(seed, EVAL)."
     was_training, device = model.training, next(model.parameters()).device
     model.eval()
@@ -193,11 +197,14 @@ class MLMLoss(nn.Module):
 def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None) -> dict:
     "The run's lines, split, tokenizer and packed rows, all fixed by its arguments."
     lines = read_corpus(a.corpus or [DEFAULT_CORPUS])
-    if len(lines) < 2: raise ValueError(f"the corpus has {len(lines)} non-empty line(s); at least 2 are needed (one is held out)")
+    if len(lines) < 2:
+        raise ValueError(f"the corpus has {len(lines)} non-empty line(s); at least 2 are needed "
+                         "(one is held out)")
     train_lines, held = split_lines(lines, a.seed)
-    # the tokenizers library's trainer breaks ties between equally frequent pieces in hash-map order, so a trained vocab
-    # can differ between processes; the run saves it, and --vocab fixes it
-    if tok is None: tok = WordPieceTokenizer.from_vocab(a.vocab) if a.vocab else WordPieceTokenizer.train(train_lines, a.vocab_size)
+    # the tokenizers library's trainer breaks ties between equally frequent pieces in hash-map order, so a
+    # trained vocab can differ between processes; the run saves it, and --vocab fixes it
+    if tok is None and a.vocab: tok = WordPieceTokenizer.from_vocab(a.vocab)
+    elif tok is None: tok = WordPieceTokenizer.train(train_lines, a.vocab_size)
     rows, lens = pack_rows(tok, train_lines, a.max_len)
     held_rows, held_lens = pack_rows(tok, held, a.max_len)
     return dict(tok=tok, held=held, rows=rows, lens=lens, held_rows=held_rows, held_lens=held_lens)
@@ -221,9 +228,12 @@ def _calibrate(model, a, data, tok, device, budget_s: float) -> int:
         t = time.perf_counter()
         _step(MLMLoss(m), opt, sched, _batch(data['rows'], data['lens'], idx, tok, a.mask_p, rng, device)[-1])
         times.append(time.perf_counter() - t)
-    t_eval = time.perf_counter(); evaluate(m, tok, data['held_rows'], data['held_lens'], a.seed); t_eval = time.perf_counter() - t_eval
+    t_eval = time.perf_counter()
+    evaluate(m, tok, data['held_rows'], data['held_lens'], a.seed)
+    t_eval = time.perf_counter() - t_eval
     budget_s -= sum(times) + t_eval  # the calibration's own time
-    return max(1, int((budget_s - (a.evals + 1) * t_eval) / np.median(times[4:])))  # the first steps set up kernels
+    step_s = np.median(times[4:])     # the first steps set up kernels
+    return max(1, int((budget_s - (a.evals + 1) * t_eval) / step_s))
 
 # %% ../nbs/03_pretrain.ipynb #37378fa1
 def _save_state(out: Path, state: dict):
@@ -239,11 +249,13 @@ class MaskTally:
         self.outcome, self.picks, self.special = np.zeros(3, np.int64), np.zeros(T), np.ones(T, bool)
     def add(self, ids, inputs, labels, special):
         counts, picked = mask_counts(ids, inputs, labels, self.mask_id)
-        self.outcome += counts; self.picks += picked.sum(0); self.rows += len(ids); self.special &= special.all(0)
+        self.outcome += counts; self.picks += picked.sum(0); self.rows += len(ids)
+        self.special &= special.all(0)
         self.eligible.append((~special).sum()); self.shares.append(picked.sum() / max(self.eligible[-1], 1))
     def stats(self, p, vocab) -> dict:
-        return dict(p=p, vocab=vocab, eligible=int(np.median(self.eligible)), special=self.special, picked_share=np.array(self.shares),
-                    outcome=self.outcome, expected=mask_shares(vocab), pick_rate=self.picks / max(self.rows, 1))
+        return dict(p=p, vocab=vocab, eligible=int(np.median(self.eligible)), special=self.special,
+                    picked_share=np.array(self.shares), outcome=self.outcome, expected=mask_shares(vocab),
+                    pick_rate=self.picks / max(self.rows, 1))
 
 # %% ../nbs/03_pretrain.ipynb #6a475bcc
 class _Run:
@@ -251,15 +263,18 @@ class _Run:
     def __init__(self, a: RunArgs, resume: bool):
         self.a, self.t0, self.out = a, time.time(), Path(a.out)
         self.rank, self.world = _world()
-        self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else 'cpu')
+        cuda = torch.cuda.is_available()
+        self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
         self.data = prepare(a, WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None)
         self.tok = self.data['tok']
-        self.rows, self.lens = self.data['rows'][self.rank::self.world], self.data['lens'][self.rank::self.world]
+        shard = slice(self.rank, None, self.world)
+        self.rows, self.lens = self.data['rows'][shard], self.data['lens'][shard]
         if len(self.rows) == 0:
-            raise ValueError(f"the corpus packs into {len(self.data['rows'])} row(s), fewer than the {self.world} processes")
-        self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                              d_ff=a.d_ff, dropout=a.dropout)
+            raise ValueError(f"the corpus packs into {len(self.data['rows'])} row(s), fewer than the "
+                             f"{self.world} processes")
+        self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads,
+                              n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
         self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
         if a.sin_pos: sinusoid_positions(self.model.encoder, a.sin_scale)
         self.model = self.model.to(self.device).train()
@@ -272,11 +287,13 @@ class _Run:
         self.step, self.tokens, self.metrics = 0, 0, dict(train=[], eval=[])
 
     def start(self):
-        "A new run: fix the step count (the budget's, timed on a copy of the model), write the run's settings."
-        a = self.a
-        steps = [] if a.minutes is None else [_calibrate(self.model, a, self.data, self.tok, self.device,
-                                                         a.minutes * 60 - (time.time() - self.t0)) if self.rank == 0 else None]
-        self.set_total(min([a.steps] * (a.steps is not None) + [_broadcast(s, self.rank, self.world) for s in steps]))
+        "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
+        a, steps = self.a, [self.a.steps] if self.a.steps is not None else []
+        if a.minutes is not None:
+            left = a.minutes * 60 - (time.time() - self.t0)
+            fit = None if self.rank else _calibrate(self.model, a, self.data, self.tok, self.device, left)
+            steps.append(_broadcast(fit, self.rank, self.world))
+        self.set_total(min(steps))
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True); self.tok.save(self.out)
             (self.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
@@ -289,36 +306,38 @@ class _Run:
         r = ck['ranks'][self.rank]
         self.mask_rng.state, self.mask_rng.inc = r['mask_rng']
         self.batches.load(r['batches']); torch.set_rng_state(r['torch_rng'])
-        self.set_total(ck['total'])  # makes the scheduler, which sets each group's lr for step 0: load after it
+        self.set_total(ck['total'])  # makes the scheduler, which sets the lr for step 0: load after it
         self.opt.load_state_dict(ck['opt']); self.sched.load_state_dict(ck['sched'])
 
     def set_total(self, total: int):
         self.total, warmup = total, max(1, round(self.a.warmup * total))
         if not hasattr(self, 'sched'):
-            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, self.total, warmup))
+            factor = lambda s: lr_factor(s, self.total, warmup)
+            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, factor)
         self.eval_at = {round(total * k / self.a.evals) for k in range(1, self.a.evals + 1)} | {total}
 
     def held_out(self) -> dict:
         ev = evaluate(self.model, self.tok, self.data['held_rows'], self.data['held_lens'], self.a.seed)
-        self.metrics['eval'].append(dict(step=self.step, tokens=self.tokens, time_s=round(time.time() - self.t0, 2), **ev))
+        t = round(time.time() - self.t0, 2)
+        self.metrics['eval'].append(dict(step=self.step, tokens=self.tokens, time_s=t, **ev))
         return ev
 
     def checkpoint(self):
-        ranks = _gather(dict(mask_rng=[self.mask_rng.state, self.mask_rng.inc], batches=self.batches.state(),
-                             torch_rng=torch.get_rng_state()), self.world)
+        mine = dict(mask_rng=[self.mask_rng.state, self.mask_rng.inc], batches=self.batches.state(),
+                    torch_rng=torch.get_rng_state())
+        ranks = _gather(mine, self.world)
         if self.rank == 0:
-            _save_state(self.out, dict(step=self.step, total=self.total, tokens=self.tokens, metrics=self.metrics,
-                                       model=self.model.state_dict(), opt=self.opt.state_dict(),
-                                       sched=self.sched.state_dict(), ranks=ranks))
-
+            _save_state(self.out, dict(step=self.step, total=self.total, tokens=self.tokens,
+                                       metrics=self.metrics, model=self.model.state_dict(),
+                                       opt=self.opt.state_dict(), sched=self.sched.state_dict(), ranks=ranks))
 
 # %% ../nbs/03_pretrain.ipynb #071604f9
 def _loop(r: _Run, stop_at: int | None, progress: bool):
     "Train to r.total (or stop_at): a step per batch, held-out evaluations and checkpoints at r.eval_at."
     a, t_eval = r.a, 0.0
     if r.rank == 0 and r.step == 0: t = time.time(); r.held_out(); t_eval = time.time() - t
-    bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress, dynamic_ncols=True,
-               mininterval=1)
+    bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress,
+               dynamic_ncols=True, mininterval=1)
     r.t_train, tokens_start, step_start, ema = time.perf_counter(), r.tokens, r.step, None
     while r.step < r.total and (stop_at is None or r.step < stop_at):
         idx = r.batches.next()
@@ -330,7 +349,8 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
             left = a.minutes * 60 - (time.time() - r.t0) - (a.evals + 1) * t_eval
             per_step = (time.perf_counter() - r.t_train) / (r.step - step_start)
             fit = REFIT + int(left / per_step) if r.rank == 0 else None
-            r.set_total(max(2 * REFIT, min([a.steps] * (a.steps is not None) + [_broadcast(fit, r.rank, r.world)])))
+            fit = _broadcast(fit, r.rank, r.world)
+            r.set_total(max(2 * REFIT, fit if a.steps is None else min(a.steps, fit)))
             bar.total = r.total
         if r.rank == 0:
             r.tally.add(ids, inputs, labels, np.isin(ids, special_ids(r.tok)))
@@ -342,7 +362,8 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
         if r.step in r.eval_at or r.step == stop_at:
             if r.rank == 0:
                 ev = r.held_out()
-                bar.write(f"step {r.step}/{r.total}: held-out loss {ev['loss']:.3f}, masked-token accuracy {ev['acc']:.1%}")
+                bar.write(f"step {r.step}/{r.total}: held-out loss {ev['loss']:.3f}, "
+                          f"masked-token accuracy {ev['acc']:.1%}")
             r.checkpoint()
     bar.close()
     r.tokens_start = tokens_start
@@ -363,19 +384,22 @@ def _finish(r: _Run):
     word, base = frequency_baseline(r.tok, r.data['held_rows'])
     acc = r.metrics['eval'][-1]['acc']
     r.metrics.update(steps=r.step, total_steps=r.total, tokens=r.tokens,
-                     tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1), wall_s=round(time.time() - r.t0, 1),
+                     tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1),
+                     wall_s=round(time.time() - r.t0, 1),
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
-                     learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world, weight_digests=digests)
+                     learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
+                     weight_digests=digests)
     save_bert(r.model, r.out / 'model', r.tok)
-    write_plots(r.out, r.metrics, r.model, r.tok, r.data, r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None)
-    (r.out / 'metrics.json').write_text(json.dumps(r.metrics, indent=1) + '\n')  # last: a run with metrics.json is whole
+    tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
+    write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
+    (r.out / 'metrics.json').write_text(json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
     if not r.metrics['learned']:
-        budget = f"the {r.a.minutes:g}-minute budget allowed only {r.step} steps on this machine; " if r.a.minutes else ''
-        warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not {LEARNED:.0%} above "
-                      f"always guessing {word!r} ({base:.1%}). {budget}Train a fixed number of steps with --steps "
-                      f"(the default model needs about 1,000 to leave the word-frequency plateau), or fewer --evals.",
-                      stacklevel=2)
+        budget = f"The {r.a.minutes:g}-minute budget allowed {r.step} steps here. " if r.a.minutes else ''
+        warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not "
+                      f"{LEARNED:.0%} above always guessing {word!r} ({base:.1%}). {budget}Train a fixed "
+                      "number of steps with --steps (the default model needs about 1,000 to leave the "
+                      "word-frequency plateau), or fewer --evals.", stacklevel=2)
 
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True) -> Path:
     "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
@@ -383,7 +407,8 @@ def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress
     r.restore() if resume else r.start()
     _loop(r, stop_at, progress)
     if r.step < r.total:
-        if r.rank == 0: print(f"stopped at step {r.step} of {r.total}; continue with: bert-nb train --resume {r.out}")
+        if r.rank == 0:
+            print(f"stopped at step {r.step} of {r.total}; continue with: bert-nb train --resume {r.out}")
     else: _finish(r)
     return _leave(r.out, r.world)
 
@@ -393,7 +418,6 @@ def _leave(out: Path, world: int) -> Path:
         import torch.distributed as dist
         dist.barrier(); dist.destroy_process_group()
     return out
-
 
 # %% ../nbs/03_pretrain.ipynb #9519d73b
 def plot_losses(metrics: dict):
@@ -405,19 +429,24 @@ def plot_losses(metrics: dict):
     if len(tr):
         ax0.plot(tr[:, 1], tr[:, 2], alpha=.25, lw=.8, label='train (per step)')
         k = max(1, len(tr) // 50)
-        ax0.plot(tr[k - 1:, 1], np.convolve(tr[:, 2], np.ones(k) / k, 'valid'), label=f'train ({k}-step mean)')
+        ax0.plot(tr[k - 1:, 1], np.convolve(tr[:, 2], np.ones(k) / k, 'valid'),
+                 label=f'train ({k}-step mean)')
     ax0.plot([e['tokens'] for e in ev], [e['loss'] for e in ev], 'o-', label='held-out')
-    ax0.axhline(math.log(metrics.get('config', {}).get('vocab', np.e)), color='k', ls=':', lw=1, label='log V (uniform guess)')
-    ax0.set(title='MLM loss', xlabel='tokens seen', ylabel='cross-entropy (nats)'); ax0.legend(fontsize=8)
+    ax0.axhline(math.log(metrics.get('config', {}).get('vocab', np.e)), color='k', ls=':', lw=1,
+                label='log V (uniform guess)')
+    ax0.set(title='MLM loss', xlabel='tokens seen', ylabel='cross-entropy (nats)')
+    ax0.legend(fontsize=8)
     ax1.plot([e['tokens'] for e in ev], [e['acc'] for e in ev], 'o-', color='C2')
     ax1.set(title='held-out masked-token accuracy', xlabel='tokens seen', ylabel='accuracy', ylim=(0, None))
     fig.tight_layout()
     return fig
 
-def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceTokenizer, data: dict, mask_stats: dict | None):
+def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceTokenizer, data: dict,
+                mask_stats: dict | None):
     "loss.png, mask_rates.png and attention_reach.png in `out`."
     import matplotlib.pyplot as plt
-    for name, fig in [('loss', lambda: plot_losses(metrics)), ('mask_rates', lambda: mask_stats and plot_mask_rates(mask_stats)),
+    for name, fig in [('loss', lambda: plot_losses(metrics)),
+                      ('mask_rates', lambda: mask_stats and plot_mask_rates(mask_stats)),
                       ('attention_reach', lambda: _reach(model, tok, data))]:
         f = fig()
         if f: f.savefig(out / f'{name}.png', dpi=110, bbox_inches='tight'); plt.close(f)
@@ -427,8 +456,9 @@ def _reach(model, tok, data, n: int = 24):
     row = data['held_rows'][0][:min(n, data['held_lens'][0])].copy()
     row[-1] = tok.sep_id
     model.eval()
-    fig = plot_attention_reach(model.encoder, torch.from_numpy(row).to(next(model.parameters()).device),
-                               tokens=[tok.id_to_token(int(i)) for i in row], samples=8)  # 8 random directions: seconds, not minutes
+    ids = torch.from_numpy(row).to(next(model.parameters()).device)
+    tokens = [tok.id_to_token(int(i)) for i in row]
+    fig = plot_attention_reach(model.encoder, ids, tokens=tokens, samples=8)  # 8 directions: seconds
     fig.suptitle('the trained model', y=1.0)
     return fig
 
@@ -446,20 +476,21 @@ def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]
     return load_bert(d), WordPieceTokenizer.from_vocab(d / 'vocab.txt')
 
 @torch.no_grad()
-def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-    "For each [MASK] in `text`, the top_k (token, probability) pairs; a long text is read in a max_len window around each blank."
+def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
+         top_k: int = 5) -> list[list[tuple[str, float]]]:
+    "For each [MASK] in `text`, the top_k (token, probability) pairs; a long text is read in windows."
     ids = tok.encode(text)[1:-1]
     at = [i for i, t in enumerate(ids) if t == tok.mask_id]
     if not at: raise ValueError(f"text has no [MASK]: {text!r}")
     L = model.config.max_len - 2
-    starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # the window centred on the blank, kept inside the text
+    starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # around the blank, in the text
     windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts])
     model.eval()
     logits = model(windows)[0][torch.arange(len(at)), torch.tensor([i - s + 1 for i, s in zip(at, starts)])]
     probs = logits.softmax(-1)
     probs[:, special_ids(tok)] = 0  # a blank is a word, never [PAD] or [UNK]
     top = probs.topk(top_k, -1)
-    return [[(tok.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)] for ps, ix in zip(top.values, top.indices)]
+    return [[(tok.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)] for ps, ix in zip(*top)]
 
 # %% ../nbs/03_pretrain.ipynb #dfadc345
 class UsageError(Exception): "A bad command line: one line on stderr, exit status 2."
@@ -479,7 +510,8 @@ def _float(lo: float, hi: float = math.inf, lo_open: bool = True):
     def parse(s):
         try: v = float(s)
         except ValueError: raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-        if not ((v > lo if lo_open else v >= lo) and v <= hi): raise argparse.ArgumentTypeError(f"must be in {'(' if lo_open else '['}{lo}, {hi}], got {v}")
+        if not ((v > lo if lo_open else v >= lo) and v <= hi):
+            raise argparse.ArgumentTypeError(f"must be in {'(' if lo_open else '['}{lo}, {hi}], got {v}")
         return v
     return parse
 
@@ -488,7 +520,8 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest='cmd', required=True)
     d = RunArgs()
     t = sub.add_parser('train', help='pretrain a BERT (the default command)')
-    t.add_argument('--corpus', nargs='+', help='text files, one document a line (.gz too); default: the bundled KJV')
+    t.add_argument('--corpus', nargs='+',
+                   help='text files, one document a line (.gz too); default: the bundled KJV')
     t.add_argument('--vocab', help='a vocab.txt to use instead of training one')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
@@ -499,53 +532,67 @@ def _parser() -> _Parser:
     t.add_argument('--d-ff', type=_int(1), default=d.d_ff)
     t.add_argument('--dropout', type=_float(0, 0.99, lo_open=False), default=d.dropout)
     t.add_argument('--lr', type=_float(0, 1), default=d.lr)
-    t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p, help='masking rate in training (evaluation uses 0.15)')
-    t.add_argument('--sin-pos', action=argparse.BooleanOptionalAction, default=d.sin_pos, help='start the position table from sinusoids')
+    t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p,
+                   help='masking rate in training (evaluation uses 0.15)')
+    t.add_argument('--sin-pos', action=argparse.BooleanOptionalAction, default=d.sin_pos,
+                   help='start the position table from sinusoids')
     t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help='their amplitude')
-    t.add_argument('--minutes', type=_float(0), help=f'training budget (default {d.minutes:g} unless --steps)')
+    t.add_argument('--minutes', type=_float(0),
+                   help=f'training budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1), help='number of steps')
     t.add_argument('--evals', type=_int(1), default=d.evals, help='held-out evaluations over the run')
     t.add_argument('--seed', type=_int(0), default=d.seed)
     t.add_argument('--out', help='output directory (default runs/<timestamp>)')
     t.add_argument('--resume', metavar='DIR', help='continue the interrupted run in DIR')
-    t.add_argument('--stop-at', type=_int(1), metavar='STEP', help='stop after STEP steps, resumable (for chunked runs)')
+    t.add_argument('--stop-at', type=_int(1), metavar='STEP',
+                   help='stop after STEP steps, resumable (for chunked runs)')
     t.add_argument('--quiet', action='store_true', help='no progress bar')
     f = sub.add_parser('fill', help='fill in the [MASK]s of a text')
     f.add_argument('model_dir'); f.add_argument('text', nargs='?')
     f.add_argument('--top-k', type=_int(1), default=5)
-    f.add_argument('--heldout', type=_int(1), metavar='N', help="instead of a text: hide one word in N of the run's held-out lines")
+    f.add_argument('--heldout', type=_int(1), metavar='N',
+                   help="instead of a text: hide one word in N of the run's held-out lines")
     e = sub.add_parser('eval', help='held-out MLM loss and masked-token accuracy')
-    e.add_argument('model_dir'); e.add_argument('--corpus', nargs='+', help='evaluate on these files (default: the run\'s held-out split)')
+    e.add_argument('model_dir')
+    e.add_argument('--corpus', nargs='+', help='evaluate on these files (default: the run\'s held-out split)')
     return p
 
 # %% ../nbs/03_pretrain.ipynb #34ffdf31
 def _train_cmd(ns) -> int:
     if ns.resume:
         given = [k for k in ('corpus', 'vocab', 'out', 'steps', 'minutes') if getattr(ns, k) is not None]
-        if given: raise UsageError(f"--resume continues a run with its own settings; drop --{given[0].replace('_', '-')}")
+        if given: raise UsageError(f"--resume continues a run with its own settings; drop --{given[0]}")
         out = Path(ns.resume)
-        if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file(): raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
+        if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file():
+            raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
         if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
         a = RunArgs(**json.loads((out / 'args.json').read_text()))
     else:
         minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
-        a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], vocab=ns.vocab and str(Path(ns.vocab).resolve()),
-                    vocab_size=ns.vocab_size, max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
-                    heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p, sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
+        a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
+                    vocab=ns.vocab and str(Path(ns.vocab).resolve()), vocab_size=ns.vocab_size,
+                    max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
+                    heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
+                    sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
                     evals=ns.evals, seed=ns.seed, out=ns.out or f"runs/{datetime.now():%Y%m%d-%H%M%S}")
         for c in a.corpus:
             if not Path(c).is_file(): raise UsageError(f"no corpus file at {c}")
         if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
-        if Path(a.out).exists() and any(Path(a.out).iterdir()): raise UsageError(f"{a.out} exists and is not empty; choose another --out, or --resume it")
-        BertConfig(a.vocab_size, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
+        if Path(a.out).exists() and any(Path(a.out).iterdir()):
+            raise UsageError(f"{a.out} exists and is not empty; choose another --out, or --resume it")
+        BertConfig(a.vocab_size, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                   d_ff=a.d_ff, dropout=a.dropout)
     try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet)
     except KeyboardInterrupt:
-        print(f"\ninterrupted; continue from the last held-out evaluation with: bert-nb train --resume {a.out}", file=sys.stderr)
+        print("\ninterrupted; continue from the last held-out evaluation with: "
+              f"bert-nb train --resume {a.out}", file=sys.stderr)
         return 130
     if (out / 'metrics.json').is_file() and int(os.environ.get('RANK', '0')) == 0:
         m = json.loads((out / 'metrics.json').read_text())
-        print(f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, {m['wall_s']:.0f} s; "
-              f"held-out loss {m['held_out']['loss']:.3f}, masked-token accuracy {m['held_out']['acc']:.1%}\nwrote {out}/")
+        print(f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, "
+              f"{m['wall_s']:.0f} s; held-out loss {m['held_out']['loss']:.3f}, "
+              f"masked-token accuracy {m['held_out']['acc']:.1%}\n"
+              f"wrote {out}/")
     return 0
 
 def _run_args(path: Path) -> RunArgs | None:
@@ -562,7 +609,9 @@ def _eval_cmd(ns) -> int:
         rows, lens = pack_rows(tok, lines, model.config.max_len); seed = 0
     else:
         a = _run_args(find_model(ns.model_dir))
-        if a is None: raise UsageError(f"{ns.model_dir} has no run settings (args.json) to find its held-out split; pass --corpus")
+        if a is None:
+            raise UsageError(f"{ns.model_dir} has no run settings (args.json) to find its held-out split; "
+                             "pass --corpus")
         data = prepare(a, tok); rows, lens, seed = data['held_rows'], data['held_lens'], a.seed
     ev = evaluate(model, tok, rows, lens, seed)
     print(json.dumps(ev))  # full precision: the same figures metrics.json holds
@@ -570,13 +619,14 @@ def _eval_cmd(ns) -> int:
 
 # %% ../nbs/03_pretrain.ipynb #774a1e6c
 def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int) -> list[tuple[str, str]]:
-    "n held-out lines that fit the model, with one whole word (a single token of 3+ letters) hidden: (text with [MASK], the word)."
+    "n held-out lines that fit the model, each with one word (one token, 3+ letters) hidden: (text, word)."
     held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
     rng, out = PCG32(a.seed, DEMO), []
     for i in shuffle(len(held), rng):
         if len(tok.encode(held[i])) > a.max_len: continue
         words = held[i].split()
-        ok = [j for j, w in enumerate(words) if w.isalpha() and len(w) >= 3 and tok.tokenize(w) == [w.lower()]]
+        whole = lambda w: w.isalpha() and len(w) >= 3 and tok.tokenize(w) == [w.lower()]
+        ok = [j for j, w in enumerate(words) if whole(w)]
         if not ok: continue
         j = ok[rng.below(len(ok))]
         out.append((' '.join(words[:j] + ['[MASK]'] + words[j + 1:]), words[j].lower()))
@@ -587,12 +637,14 @@ def _fill_cmd(ns) -> int:
     model, tok = load_model(ns.model_dir)
     if ns.heldout:
         a = _run_args(find_model(ns.model_dir))
-        if a is None: raise UsageError(f"{ns.model_dir} has no run settings (args.json), so no held-out lines")
+        if a is None:
+            raise UsageError(f"{ns.model_dir} has no run settings (args.json), so no held-out lines")
         blanks, hits = heldout_blanks(a, tok, ns.heldout), 0
         for text, word in blanks:
             top = fill(model, tok, text, ns.top_k)[0]
             hits += word in [t for t, _ in top]
-            print(f"{word:>12} {'✓' if word in [t for t, _ in top] else ' '}  " + '  '.join(f'{t} {p:.2f}' for t, p in top) + f"\n{'':15}{text}")
+            answers = '  '.join(f'{t} {p:.2f}' for t, p in top)
+            print(f"{word:>12} {'✓' if word in [t for t, _ in top] else ' '}  {answers}\n{'':15}{text}")
         print(f"the hidden word is in the top {ns.top_k} for {hits} of {len(blanks)} held-out lines")
         return 0
     if ns.text is None: raise UsageError("fill needs a text with [MASK] (or --heldout N)")
@@ -613,6 +665,5 @@ def main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/03_pretrain.ipynb #19e75c99
 #| eval: false
-# a file run as a program has __file__; a Jupyter kernel's __main__ does not, and must not parse the kernel's argv
+# a file run as a program has __file__; a Jupyter kernel's __main__ has none (and argv is the kernel's)
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())
-

@@ -67,7 +67,8 @@ class PCG32:
         g.state, g.inc = self.state, self.inc
         return g
 
-    def __eq__(self, other): return isinstance(other, PCG32) and (self.state, self.inc) == (other.state, other.inc)
+    def __eq__(self, other):
+        return isinstance(other, PCG32) and (self.state, self.inc) == (other.state, other.inc)
     def __repr__(self): return f"PCG32(state={self.state:#018x}, inc={self.inc:#018x})"
 
 # %% ../nbs/00_rng.ipynb #e027c417
@@ -103,7 +104,7 @@ def _tables(n: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
 _TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # inc -> the longest tables built so far
 
 def _cached_tables(n: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
-    "_tables(n, inc), reusing the longest ones built for this stream (masking asks for similar n every batch)."
+    "_tables(n, inc), reusing this stream's longest tables (masking asks for a similar n every batch)."
     a, c = _TABLES.get(inc, (np.zeros(0, np.uint64),) * 2)
     if len(a) < n:
         if len(_TABLES) >= 8: _TABLES.clear()  # a few streams at a time is all a run uses
@@ -120,7 +121,8 @@ def _outputs(old: np.ndarray) -> np.ndarray:
 @patch
 def u32s(self: PCG32, n: int) -> np.ndarray:
     "n draws as a uint32 array, equal to n `next_u32()` calls, leaving the generator where they would."
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral): raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
     if n < 0: raise ValueError(f"n must be >= 0, got {n}")
     if n == 0: return np.zeros(0, np.uint32)
     a, c = _cached_tables(int(n), self.inc)
@@ -143,13 +145,16 @@ def plot_uniformity(rng: PCG32, n: int = 100_000, sides: int = 6):
     ax0.stairs(dens, edges, label='observed')
     ax0.axhline(1, color='k', ls='--', label='expected 1')
     ax0.axhspan(1 - 4 * sd, 1 + 4 * sd, color='k', alpha=.1, label='±4 sd')
-    ax0.set(title=f'{n:,} uniforms, 50 bins', xlabel='u', ylabel='density', ylim=(1 - 8 * sd, 1 + 8 * sd)); ax0.legend(loc='lower right')
+    ax0.set(title=f'{n:,} uniforms, 50 bins', xlabel='u', ylabel='density', ylim=(1 - 8 * sd, 1 + 8 * sd))
+    ax0.legend(loc='lower right')
     counts = np.bincount([rng.below(sides) for _ in range(n)], minlength=sides)
     sd = math.sqrt(n * (1 / sides) * (1 - 1 / sides))
     ax1.plot(range(sides), counts, 'o', label='observed')
     ax1.axhline(n / sides, color='k', ls='--', label=f'n/{sides}')
     ax1.axhspan(n / sides - 4 * sd, n / sides + 4 * sd, color='k', alpha=.1, label='±4 sd')
-    ax1.set(title=f'below({sides}), {n:,} draws', xlabel='value', ylabel='count', ylim=(n / sides - 8 * sd, n / sides + 8 * sd)); ax1.legend(loc='lower right')
+    ax1.set(title=f'below({sides}), {n:,} draws', xlabel='value', ylabel='count',
+            ylim=(n / sides - 8 * sd, n / sides + 8 * sd))
+    ax1.legend(loc='lower right')
     fig.tight_layout()
     return counts
 
@@ -160,7 +165,8 @@ def sample_categorical(probs, u: float) -> int:
     if not ps: raise ValueError("probs must not be empty")
     for p in ps:
         if not p >= 0: raise ValueError(f"probs must be non-negative, got {p}")
-    if not abs(math.fsum(ps) - 1) <= 1e-6: raise ValueError(f"probs must sum to 1 (within 1e-6), got {math.fsum(ps)}")
+    if not abs(math.fsum(ps) - 1) <= 1e-6:
+        raise ValueError(f"probs must sum to 1 (within 1e-6), got {math.fsum(ps)}")
     if not 0 <= u < 1: raise ValueError(f"u must be in [0, 1), got {u}")
     total = 0.0
     for i, p in enumerate(ps):

@@ -16,8 +16,11 @@ __all__ = ['SPECIALS', 'WordPieceTokenizer']
 SPECIALS = ('[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]')
 
 def _pipeline(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
-    tok = Tokenizer(models.WordPiece(vocab, unk_token='[UNK]', max_input_chars_per_word=100) if vocab else models.WordPiece(unk_token='[UNK]'))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
+    model = models.WordPiece(vocab, unk_token='[UNK]', max_input_chars_per_word=100) if vocab else \
+            models.WordPiece(unk_token='[UNK]')
+    tok = Tokenizer(model)
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=None, lowercase=lowercase)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix='##')
     return tok
@@ -29,7 +32,8 @@ class WordPieceTokenizer:
         for s in SPECIALS:
             if tok.token_to_id(s) is None: raise ValueError(f"vocab lacks the special token {s}")
         self.tok = tok
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (tok.token_to_id(s) for s in SPECIALS)
+        ids = [tok.token_to_id(s) for s in SPECIALS]
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = ids
         tok.add_special_tokens(list(SPECIALS))
         tok.post_processor = processors.TemplateProcessing(
             single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
@@ -53,17 +57,22 @@ class WordPieceTokenizer:
     @classmethod
     def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
         "Learn a WordPiece vocab of `vocab_size` tokens from an iterable of texts; the specials are ids 0-4."
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int): raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
-        if vocab_size < len(SPECIALS): raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {vocab_size}")
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+            raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
+        if vocab_size < len(SPECIALS):
+            raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {vocab_size}")
         tok = _pipeline(None, lowercase)
-        tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS), show_progress=False))
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
+                                            show_progress=False)
+        tok.train_from_iterator(texts, trainer)
         return cls(tok)
 
     def save(self, dir: str | os.PathLike) -> Path:
         "Write `dir/vocab.txt`, one token a line in id order."
         dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
         vocab = self.tok.get_vocab()
-        (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in sorted(vocab, key=vocab.get)), encoding='utf-8')
+        lines = ''.join(t + '\n' for t in sorted(vocab, key=vocab.get))
+        (dir / 'vocab.txt').write_text(lines, encoding='utf-8')
         return dir / 'vocab.txt'
 
 # %% ../nbs/01_wordpiece.ipynb #b0eb38f5
@@ -106,10 +115,11 @@ def decode(self: WordPieceTokenizer, ids, skip_special: bool = True) -> str:
 # %% ../nbs/01_wordpiece.ipynb #94a3d2c0
 @patch
 def encode_batch(self: WordPieceTokenizer, items, max_len: int | None = None) -> list:
-    "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; truncated longest-first to `max_len` if given."
+    "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; cut longest-first to `max_len`."
     items = [_item(x) for x in items]
     if max_len is None: return self.tok.encode_batch(items)
-    if self._truncating is None or self._truncating[0] != max_len:  # a truncating copy, so self.tok never changes
+    # a truncating copy, so self.tok never changes
+    if self._truncating is None or self._truncating[0] != max_len:
         t = Tokenizer.from_str(self.tok.to_str())
         t.enable_truncation(max_len, strategy='longest_first')
         self._truncating = (max_len, t)
