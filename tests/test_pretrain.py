@@ -115,3 +115,21 @@ def test_exit_2_in_process(run, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and says in err[0], (args, err)
     assert not (tmp_path / 'o1').exists()
+
+def test_a_run_that_did_not_learn_says_so(run, corpus):
+    "30 tiny steps stay on the word-frequency plateau: metrics.json records it against an independent count."
+    m = json.loads((run / 'metrics.json').read_text())
+    tok = WordPieceTokenizer.from_vocab(run / 'vocab.txt')
+    from bert_nb.pretrain import prepare, RunArgs
+    held = prepare(RunArgs(**json.loads((run / 'args.json').read_text())), tok)['held_rows']
+    words = [t for t in held.ravel().tolist() if tok.id_to_token(t) not in ('[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]')]
+    top = max(set(words), key=words.count)
+    assert m['baseline'] == {'token': tok.id_to_token(top), 'acc': round(words.count(top) / len(words), 6)}
+    assert m['learned'] is False and m['held_out']['acc'] < m['baseline']['acc'] + 0.15
+
+def test_the_warning_names_steps_and_what_to_do(corpus, run, tmp_path):
+    exe = Path(sys.executable).parent / 'bert-nb'
+    r = subprocess.run([str(exe), '--corpus', str(corpus), '--steps', '4', '--vocab', str(run / 'vocab.txt'),
+                        '--out', str(tmp_path / 'o')] + TINY, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert 'the run did not learn' in r.stderr and 'after 4 steps' in r.stderr and '--steps' in r.stderr
