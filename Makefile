@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs bench bench-demo readme sync mutants
+.PHONY: demo test docs docs-check bench bench-demo readme sync mutants
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -20,9 +20,15 @@ demo: .venv/.installed
 	.venv/bin/bert-nb train --out $(DEMO)
 	.venv/bin/bert-nb fill $(DEMO) --heldout 8
 
-# Execute every notebook (slow cells keep their stored outputs) and write HTML pages to _docs/.
+# The chapters as a static site in _docs/ (mkdocs-material, from the executed notebooks; slow cells keep their
+# stored outputs): open _docs/index.html, no server or network needed.
 docs: .venv/.installed
-	$(PY) tools/nbrun.py --html _docs nbs/*.ipynb
+	$(PY) tools/site.py
+
+# Every page in headless Chromium with the network cut off: math typeset, images, links, code widths, titles.
+docs-check: docs
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	$(PY) tools/docs_check.py
 
 readme: .venv/.installed
 	$(PY) tools/nbrun.py --readme nbs/index.ipynb README.md
@@ -39,6 +45,7 @@ sync: .venv/.installed
 test: .venv/.installed sync
 	.venv/bin/nbdev_test --n_workers 2
 	$(PY) tools/nbrun.py --kernel nbs/*.ipynb  # as Jupyter's Run All runs them: a real kernel, slow cells left out
+	$(MAKE) docs-check
 	$(PY) -m pytest -q tests/
 
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.

@@ -1,13 +1,13 @@
-"""Render the notebooks: README.md from index.ipynb, HTML pages, outputs saved in place, or a Jupyter kernel run.
+"""Render the notebooks: README.md from index.ipynb, outputs saved in place, or a run in a Jupyter kernel.
 
 `nbdev_readme` needs Quarto, which cannot be installed here, so nbconvert renders the README.
 Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
 the outputs stored in the notebook, so the 5-minute run's plots still show.
 """
-import argparse, configparser, os, tempfile
+import argparse, configparser, os, re
 from pathlib import Path
 import nbformat
-from nbconvert import HTMLExporter, MarkdownExporter
+from nbconvert import MarkdownExporter
 
 root = Path(__file__).resolve().parents[1]
 cfg = configparser.ConfigParser(); cfg.read(root/'settings.ini')
@@ -38,6 +38,7 @@ def readme(nb_path: Path, out: Path):
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+    body = re.sub(r'\]\((\d\d_\w+\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
     out.write_text(body.rstrip('\n') + '\n')
 
 def execute(nb_path: Path, slow: bool = False):
@@ -73,21 +74,6 @@ def kernel(nb_paths, timeout: int = 600):
         else: print(f'{p}: ran top to bottom in a Jupyter kernel')
     if failed: raise SystemExit(f'{len(failed)} notebook(s) failed in a kernel: {" ".join(map(str, failed))}')
 
-def html(nb_paths, out_dir: Path):
-    from execnb.nbio import write_nb
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for p in nb_paths:
-        nb = execute(p)
-        with tempfile.TemporaryDirectory() as tmp:
-            write_nb(nb, Path(tmp)/p.name)
-            node = nbformat.read(Path(tmp)/p.name, as_version=4)
-        for c in node.cells:
-            if c.cell_type == 'code': strip_directives(c)
-        body, _ = HTMLExporter().from_notebook_node(node)
-        (out_dir/f'{p.stem}.html').write_text(body)
-        print(f'wrote {out_dir/p.stem}.html')
-    print(f'The chapter pages are in {out_dir.resolve()}/ (open index.html).')
-
 def inplace(nb_paths, slow=False):
     from execnb.nbio import write_nb
     for p in nb_paths: write_nb(execute(p, slow), p); print(f'executed {p}')
@@ -96,13 +82,11 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
-    g.add_argument('--html', metavar='DIR')
     g.add_argument('--inplace', action='store_true')
     g.add_argument('--kernel', action='store_true', help='run each notebook in a Jupyter kernel, slow cells left out')
     ap.add_argument('--slow', action='store_true', help='with --inplace: run the slow cells too, storing their outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
-    elif a.html: html(a.nbs, Path(a.html))
     elif a.kernel: kernel(a.nbs)
     else: inplace(a.nbs, a.slow)

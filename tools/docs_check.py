@@ -1,0 +1,88 @@
+"""Open every page of the built site in headless Chromium, with the network cut off, and fail on what a reader would
+see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an internal link
+to a page or anchor that does not exist, a code block wider than its column, a missing title, a script error, or
+any request for something outside the site. Saves a screenshot of the top of every page to _docs/screens/.
+"""
+import shutil, sys
+from pathlib import Path
+from urllib.parse import urldefrag, urlparse, unquote
+from playwright.sync_api import sync_playwright
+
+SITE = Path(__file__).resolve().parents[1] / '_docs'
+ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync']
+
+TYPESET = "() => new Promise(done => window.MathJax && MathJax.Hub ? MathJax.Hub.Queue(done) : done())"
+INSPECT = """() => {
+  const jax = window.MathJax && MathJax.Hub ? MathJax.Hub.getAllJax() : [];
+  const err = n => !!n && (n.type === 'merror' || (n.data || []).some(err));  // a TeX error typesets as <merror>
+  const bad = jax.filter(j => j.texError || err(j.root)).map(j => j.originalText)
+    .concat([...document.querySelectorAll('.md-content .MathJax_Error, .md-content .MathJax span')]
+      .filter(e => /Math Processing Error/.test(e.textContent) && !e.querySelector('span')).map(e => e.textContent));
+  const walker = document.createTreeWalker(document.querySelector('.md-content'), NodeFilter.SHOW_TEXT);
+  const raw = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest('pre, code, script, style, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_Preview')) continue;
+    if (/\\$|\\\\\\(|\\\\\\[/.test(n.textContent)) raw.push(n.textContent.trim().slice(0, 80));
+  }
+  const wide = [...document.querySelectorAll('.md-content pre > code')]
+    .filter(c => c.scrollWidth > c.clientWidth + 1)
+    .map(c => `${c.scrollWidth}px in ${c.clientWidth}px: ${c.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 60)}`);
+  const images = [...document.querySelectorAll('.md-content img')];
+  return {
+    title: document.title.trim(), h1: !!document.querySelector('.md-content h1'),
+    formulas: jax.length, bad, raw, wide,
+    images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src')),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+  };
+}"""
+
+def check(site: Path = SITE) -> int:
+    pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')
+    if not pages: raise SystemExit(f"no pages in {site}: run `make docs` first")
+    chromium = shutil.which('chromium') or shutil.which('chromium-browser')
+    if not chromium: raise SystemExit("no chromium on PATH: `make docs-check` installs Debian's chromium package")
+    shots = site / 'screens'; shots.mkdir(exist_ok=True)
+    found, problems, outside = {}, [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=ARGS)
+        ctx = browser.new_context(viewport={'width': 1600, 'height': 1000})
+        ctx.route('**/*', lambda route: route.continue_() if route.request.url.startswith('file:')
+                  else (outside.append(route.request.url), route.abort()))
+        for p in pages:
+            page, errors = ctx.new_page(), []
+            page.on('pageerror', lambda e: errors.append(str(e)))
+            page.goto(p.as_uri(), wait_until='load')
+            page.evaluate(TYPESET)
+            found[p] = r = page.evaluate(INSPECT)
+            page.screenshot(path=str(shots / f'{p.stem}.png'))
+            page.close()
+            say = lambda what: problems.append(f'{p.name}: {what}')
+            if not r['title'] or not r['h1']: say('no title or no top heading')
+            for t in r['bad']: say(f'MathJax could not typeset {t!r}')
+            for t in r['raw']: say(f'untypeset math delimiter in {t!r}')
+            for t in r['wide']: say(f'code block wider than its column ({t})')
+            for s in r['broken']: say(f'image does not load: {s}')
+            for e in errors: say(f'script error: {e}')
+        browser.close()
+    ids = {p.resolve(): set(r['ids']) for p, r in found.items()}
+    n_links = 0
+    for p, r in found.items():
+        for href in r['links']:
+            url, frag = urldefrag(href)
+            if urlparse(url).scheme != 'file': continue
+            n_links += 1
+            target = Path(unquote(urlparse(url).path)).resolve()
+            if not target.exists(): problems.append(f'{p.name}: link to a missing file {href}')
+            elif frag and target in ids and unquote(frag) not in ids[target]:
+                problems.append(f'{p.name}: link to a missing anchor {href}')
+    for u in sorted(set(outside)): problems.append(f'a page asked the network for {u}')
+    print(f"{len(pages)} pages, {sum(r['formulas'] - len(r['bad']) for r in found.values())} formulas typeset, "
+          f"{sum(r['images'] for r in found.values())} images, {n_links} internal links checked; "
+          f"screenshots in {shots}/")
+    for line in problems: print('  ' + line)
+    print(f'{len(problems)} problem(s)' if problems else 'no problems')
+    return 1 if problems else 0
+
+if __name__ == '__main__': sys.exit(check())

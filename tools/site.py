@@ -1,0 +1,138 @@
+"""Build the chapters as a static site in _docs/: executed notebooks as Markdown pages, an API page, mkdocs-material.
+
+Why this way: Quarto (nbdev_docs) cannot be installed here. mkdocs-material installs from PyPI and gives the
+navigation, the per-page table of contents, prev/next links and a search that works from file:// (its offline
+plugin). nbconvert's Markdown exporter turns each executed notebook into an ordinary page, so headings, anchors
+and math go through the same Markdown pipeline as every other page. Everything a page loads at reading time is
+copied beside it: MathJax 2.7 from PyPI's jupyter-server-mathjax, the iframe-worker shim that file:// search needs
+from the npm registry. Nothing is fetched from a network when the pages are read.
+"""
+import argparse, importlib, inspect, json, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
+from pathlib import Path
+import nbformat
+from markdown.extensions.toc import slugify
+from nbconvert import MarkdownExporter
+from nbrun import root, execute, directives, strip_directives
+
+SRC, SITE = root / '_proc' / 'site', root / '_docs'
+TEMPLATES = root / 'tools' / 'site_templates'
+CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain']
+MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain'}
+SHIM = 'iframe-worker@1.0.4'
+
+def reader_cells(nb):
+    "The cells a reader sees: no `#| hide` cells, no directive-only cells (`default_exp`), no directive lines."
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == 'code':
+            if 'hide' in directives(c): continue
+            strip_directives(c)
+            if not c.source.strip(): continue
+        cells.append(c)
+    nb.cells = cells
+    return nb
+
+def chapter_links(md: str) -> str:
+    "Links between chapters name the notebooks; on the site they are the pages built from them."
+    return re.sub(r'\]\((\d\d_\w+|index)\.ipynb(#[\w-]*)?\)', r'](\1.md\2)', md)
+
+def page(stem: str, nb) -> str:
+    "One executed notebook as Markdown (outputs in ```text fences, images as files beside the page)."
+    nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
+    exporter = MarkdownExporter(extra_template_basedirs=[str(TEMPLATES)], template_name='site')
+    body, res = exporter.from_notebook_node(nb, resources={'output_files_dir': f'{stem}_files'})
+    for name, data in res.get('outputs', {}).items():
+        (SRC / name).parent.mkdir(parents=True, exist_ok=True)
+        (SRC / name).write_bytes(data)
+    return chapter_links(body)
+
+def sections(stem: str) -> list[tuple[str, str]]:
+    "(heading, exported source) for every exported code cell of a chapter, under its nearest heading."
+    nb, heading, out = nbformat.read(root / 'nbs' / f'{stem}.ipynb', as_version=4), '', []
+    for c in nb.cells:
+        if c.cell_type == 'markdown':
+            hs = [l.lstrip('#').strip() for l in c.source.splitlines() if re.match(r'#{1,3} ', l)]
+            if hs: heading = hs[-1]
+        elif 'export' in directives(c): out.append((heading, c.source))
+    return out
+
+def defined_in(name: str, cells, owner: str | None = None) -> str:
+    "The heading of the section whose exported code defines `name` (a method: in its class or patched onto it)."
+    pats = [rf'^\s*def {name}\(self: {owner}\b', rf'^class {owner}\b'] if owner else \
+           [rf'^(def|class) {name}\b', rf'^{name}\s*[:=]', rf'^[\w, ]*\b{name}\b[\w, ]* = ']
+    for p in pats:
+        for heading, src in cells:
+            if re.search(p, src, re.M): return heading
+    return cells[0][0]
+
+def signature(head: str, obj) -> str:
+    "`head(params)` with the annotations as written, one parameter a line when it would be long."
+    try: sig = inspect.signature(obj)
+    except (TypeError, ValueError): return head
+    params = [str(p).replace("'", '') for p in sig.parameters.values()]
+    ret = '' if sig.return_annotation is inspect.Signature.empty else f' -> {sig.return_annotation}'.replace("'", '')
+    line = f"{head}({', '.join(params)}){ret}"
+    return line if len(line) <= 100 else f"{head}(\n" + ''.join(f'    {p},\n' for p in params) + f"){ret}"
+
+def api_page() -> str:
+    "Every name in each module's __all__ (and each public method): signature, docstring, the section building it."
+    sys.path.insert(0, str(root))
+    lines = ['# API', '', 'Every name each module exports, with its signature, its docstring and a link to the section of '
+             'the chapter that builds and checks it.', '']
+    for mod, stem in MODULES.items():
+        m, cells = importlib.import_module(f'bert_nb.{mod}'), sections(stem)
+        title = nbformat.read(root / 'nbs' / f'{stem}.ipynb', as_version=4).cells[0].source.splitlines()[0].lstrip('# ')
+        lines += [f'## bert_nb.{mod}', '', f'From the chapter [{title}]({stem}.md).', '']
+        for name in m.__all__:
+            obj = getattr(m, name)
+            where = defined_in(name, cells)
+            link = f'[{stem} § {where}]({stem}.md#{slugify(where, "-")})'
+            if callable(obj):
+                kind = 'class' if inspect.isclass(obj) else 'def'
+                lines += [f'### `{name}`', '', f'```python\n{signature(f"{kind} {name}", obj)}\n```', '',
+                          inspect.getdoc(obj) or '', '', f'Built in {link}.', '']
+                if inspect.isclass(obj):
+                    for meth, f in vars(obj).items():
+                        f = f.__func__ if isinstance(f, (classmethod, staticmethod)) else f
+                        if meth.startswith('_') or not inspect.isfunction(f): continue
+                        mwhere = defined_in(meth, cells, owner=name)
+                        lines += [f'#### `{name}.{meth}`', '', f'```python\n{signature(f"def {meth}", f)}\n```', '',
+                                  inspect.getdoc(f) or '', '',
+                                  f'Built in [{stem} § {mwhere}]({stem}.md#{slugify(mwhere, "-")}).', '']
+            else:
+                lines += [f'### `{name}`', '', f'```python\n{name} = {pprint.pformat(obj, width=100)}\n```', '',
+                          f'Defined in {link}.', '']
+    return '\n'.join(lines) + '\n'
+
+def assets(dest: Path):
+    "MathJax (PyPI) and the iframe-worker shim (npm) beside the pages, and the site's own CSS and MathJax config."
+    import jupyter_server_mathjax
+    shutil.copytree(Path(jupyter_server_mathjax.__file__).parent / 'static', dest / 'mathjax', dirs_exist_ok=True)
+    shim = dest / 'iframe-worker' / 'shim.js'
+    if not shim.is_file():
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(['npm', 'pack', SHIM, '--silent', '--pack-destination', tmp], check=True, capture_output=True)
+            with tarfile.open(next(Path(tmp).glob('*.tgz'))) as t:
+                shim.parent.mkdir(parents=True, exist_ok=True)
+                shim.write_bytes(t.extractfile('package/shim/index.js').read())
+    for f in ('extra.css', 'mathjax-config.js'): shutil.copy(TEMPLATES / f, dest / f)
+
+def build(execute_nbs: bool = True):
+    if SRC.exists(): shutil.rmtree(SRC)
+    SRC.mkdir(parents=True)
+    for stem in CHAPTERS:
+        p = root / 'nbs' / f'{stem}.ipynb'
+        nb = execute(p) if execute_nbs else nbformat.read(p, as_version=4)
+        nb = nbformat.reads(json.dumps(nb), as_version=4)  # execnb's notebook as an nbformat node
+        (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
+        print(f'page {stem}.md')
+    (SRC / 'api.md').write_text(api_page())
+    assets(SRC / 'assets')
+    subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '--strict', '-f', str(root / 'mkdocs.yml')],
+                   check=True, env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})
+    print(f'The site is in {SITE}/ (open {SITE / "index.html"}).')
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--no-execute', action='store_true', help='use the outputs stored in the notebooks')
+    build(not ap.parse_args().no_execute)
