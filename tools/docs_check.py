@@ -65,6 +65,11 @@ def check(site: Path = SITE) -> int:
             for t in r['wide']: say(f'code block wider than its column ({t})')
             for s in r['broken']: say(f'image does not load: {s}')
             for e in errors: say(f'script error: {e}')
+        page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)
+        page.goto((site / 'index.html').as_uri(), wait_until='load')
+        page.fill('input.md-search__input', 'attention reach')
+        try: page.wait_for_selector('.md-search-result__item', timeout=15_000)
+        except Exception: problems.append("index.html: a search for 'attention reach' found nothing")
         browser.close()
     ids = {p.resolve(): set(r['ids']) for p, r in found.items()}
     n_links = 0
