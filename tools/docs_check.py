@@ -1,7 +1,8 @@
 """Open every page of the built site in headless Chromium, with the network cut off, and fail on what a reader would
 see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an internal link
 to a page or anchor that does not exist, a code block wider than its column, a missing title, a script error, a
-search box that finds nothing, or any request for something outside the site. Saves a screenshot of the top of every page to _docs/screens/.
+search box that finds nothing, or any request for something outside the site. Saves a screenshot of the top of
+every page to _docs/screens/.
 """
 import shutil, sys
 from pathlib import Path
