@@ -134,8 +134,13 @@ def plot_shown(grids: dict[str, np.ndarray]):
     return fig
 
 # %% ../nbs/02_bert.ipynb #bd7a7865
-def _to_numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        if x.dtype.is_floating_point or x.dtype.is_complex:  # (bfloat16 has no NumPy twin): its dtype error
+            return np.zeros(x.shape, np.float32)
+        return x.detach().cpu().numpy()
+    a = np.asarray(x)
+    return a.astype(np.int64) if a.size == 0 and not isinstance(x, np.ndarray) else a  # [] is no float array
 
 def _check_int(name, x, lo=None, hi=None):
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
@@ -152,7 +157,8 @@ def _check_p(p):
 
 def _check_ids(ids, vocab: int) -> np.ndarray:
     a = _to_numpy(ids)
-    if a.dtype.kind not in 'iu': raise ValueError(f"ids must be integers, got dtype {a.dtype}")
+    if a.dtype.kind not in 'iu':
+        raise ValueError(f"ids must be integers, got dtype {getattr(ids, 'dtype', a.dtype)}")
     a = np.array(a, dtype=np.int64, order='C')  # a copy: the caller's array is never touched
     bad = (a < 0) | (a >= vocab)
     if bad.any():
@@ -172,7 +178,7 @@ def _check_special(special_mask, shape) -> np.ndarray:
 # %% ../nbs/02_bert.ipynb #7063dd2a
 def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng):
     "BERT's MLM masking in the fixed op order: returns `(inputs, labels)`, labels -100 where not picked."
-    vocab = _check_int('vocab', vocab, 1)
+    vocab = _check_int('vocab', vocab, 1, 2**32 + 1)  # below(vocab) draws from 32-bit outputs
     mask_id = _check_int('mask_id', mask_id, 0, vocab)
     p = _check_p(p)
     for m in ('uniform', 'below'):
@@ -331,7 +337,7 @@ class BertConfig:
 
     def __post_init__(self):
         for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'):
-            _check_int(f, getattr(self, f), 1)
+            setattr(self, f, _check_int(f, getattr(self, f), 1))  # a NumPy int becomes an int: JSON saves it
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model must be a multiple of n_heads, got d_model={self.d_model}, "
                              f"n_heads={self.n_heads}")
@@ -340,6 +346,7 @@ class BertConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if not real(self.ln_eps) or not self.ln_eps > 0:
             raise ValueError(f"ln_eps must be > 0, got {self.ln_eps!r}")
+        self.dropout, self.ln_eps = float(self.dropout), float(self.ln_eps)
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -459,6 +466,7 @@ class BertEncoder(nn.Module):
         if ids.shape[1] > c.max_len:
             raise ValueError(f"ids has T={ids.shape[1]} positions, more than max_len={c.max_len}")
         _check_range('ids', ids, 0, c.vocab)
+        if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
         h = self.word_emb(ids) + self.pos_emb.weight[:ids.shape[1]]
         if token_type_ids is None: h = h + self.type_emb.weight[0]  # all segment A
         else:
@@ -546,18 +554,20 @@ class BertForMLM(nn.Module):
         self.head = MLMHead(config)
         init_weights(self.head, rng)
 
-    def _check_labels(self, labels, ids):
+    def _check_labels(self, labels, ids) -> torch.Tensor:
         _check_like('labels', labels, ids)
+        if labels.dtype == torch.bool: raise ValueError("labels must be token ids or -100, got a bool tensor")
         bad = (labels != -100) & ((labels < 0) | (labels >= self.config.vocab))
         if bad.any():
             raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), "
                              f"got {labels[bad][0].item()}")
+        return labels.long()  # cross_entropy takes int64 targets
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         "(logits (B, T, vocab), mean cross-entropy at labelled positions or None)."
-        if labels is not None: self._check_labels(labels, ids)
+        if labels is not None: labels = self._check_labels(labels, ids)
         x = self.head.transform(self.encoder(ids, token_type_ids, attn_mask))
         logits = self.head.decode(x, self.encoder.word_emb.weight)
         if labels is None: return logits, None
@@ -569,7 +579,7 @@ class BertForMLM(nn.Module):
                         attn_mask: torch.Tensor | None, labels: torch.Tensor
                         ) -> tuple[torch.Tensor, torch.Tensor]:
         "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
-        self._check_labels(labels, ids)
+        labels = self._check_labels(labels, ids)
         h = self.encoder(ids, token_type_ids, attn_mask)
         rows, n = _labelled_rows(labels)
         return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
@@ -676,8 +686,13 @@ def _hf_key(key: str) -> str:
 
 def _dropped(k: str) -> bool: return k.startswith(('pooler.', 'cls.')) or k == 'embeddings.position_ids'
 
-def _n_layers(keys) -> int:
-    return 1 + max((int(m[1]) for k in keys if (m := re.match(r'encoder\.layer\.(\d+)\.', k))), default=-1)
+def _n_layers(keys, pattern: str = r'encoder\.layer\.(\d+)\.') -> int:
+    "How many layers the keys hold; the indices must run 0..n-1 (a huge index is refused, not enumerated)."
+    at = {int(m[1]) for k in keys if (m := re.match(pattern, k))}
+    if at != set(range(len(at))):
+        gaps = sorted(at - set(range(len(at))))
+        raise ValueError(f"layer indices must run 0..{len(at) - 1}: {len(at)} layers, one numbered {gaps[0]}")
+    return len(at)
 
 # %% ../nbs/02_bert.ipynb #156fbc42
 def hf_bert_encoder_sd(sd: dict) -> dict:
@@ -792,15 +807,36 @@ def _read_safetensors(path: Path) -> dict:
     except Exception as e:
         raise ValueError(f"{path} is not a readable safetensors file (corrupt or truncated?): {e}") from None
 
+def _read_bin(path: Path) -> dict:
+    "A pytorch_model.bin state dict, read with weights_only=True: no pickled code runs."
+    try: sd = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as e:
+        raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
+                         f"{str(e).splitlines()[0]}") from None
+    tensors = isinstance(sd, dict) and all(isinstance(v, torch.Tensor) for v in sd.values())
+    if not tensors:
+        raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")
+    return sd
+
+def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
+    "Refuse a config that does not describe the encoder weights (BertEncoder names), before building a model."
+    d, n = config.d_model, _n_layers(shapes, r'layers\.(\d+)\.')
+    want = {'word_emb.weight': (config.vocab, d), 'pos_emb.weight': (config.max_len, d),
+            'type_emb.weight': (config.type_vocab, d), 'layers.0.ff_in.weight': (config.d_ff, d)}
+    bad = [] if n == config.n_layers else [f"{n} layers, the config {config.n_layers}"]
+    bad += [f"{k} {shapes.get(k)}, the config {v}" for k, v in want.items() if tuple(shapes.get(k, ())) != v]
+    if bad: raise ValueError(f"{where} does not match its config: the weights have {'; '.join(bad[:3])}")
+
 def from_hf_pretrained(path: str | os.PathLike, cls: type | None = None) -> nn.Module:
     "A BertForMLM (checkpoint with an MLM head) or BertEncoder from a local transformers BERT directory."
     path = Path(path)
     if not path.is_dir(): raise FileNotFoundError(f"no model directory at {path}")
     config = BertConfig.from_hf(_read_json(path / 'config.json'))
     if (path / 'model.safetensors').is_file(): sd = _read_safetensors(path / 'model.safetensors')
-    elif (path / 'pytorch_model.bin').is_file():
-        sd = torch.load(path / 'pytorch_model.bin', map_location='cpu', weights_only=True)
+    elif (path / 'pytorch_model.bin').is_file(): sd = _read_bin(path / 'pytorch_model.bin')
     else: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {path}")
+    weights = path / ('model.safetensors' if (path / 'model.safetensors').is_file() else 'pytorch_model.bin')
+    _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
     if cls is None:
         cls = BertForMLM if any(_hf_key(k).startswith('cls.predictions.') for k in sd) else BertEncoder
     if cls not in (BertEncoder, BertForMLM):
@@ -817,26 +853,53 @@ def _exchange(a: Path, b: Path) -> bool:
     AT_FDCWD, RENAME_EXCHANGE = -100, 2
     return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
+def _alive(pid: int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass
+    return True
+
+def _recover(dir: Path):
+    "Tidy what killed saves left beside `dir`: finish a swap cut between its two renames; drop the rest."
+    dir = Path(os.path.abspath(dir))
+    if not dir.parent.is_dir(): return
+    pat = re.compile(rf'\.{re.escape(dir.name)}\.(tmp|new|old)-(\d+)-\w+')
+    left = [(p, m[1]) for p in dir.parent.iterdir() if (m := pat.fullmatch(p.name)) and not _alive(int(m[2]))]
+    done = sorted((p for p, kind in left if kind == 'new'), key=lambda p: p.stat().st_mtime)
+    if done and not dir.exists(): os.rename(done.pop(), dir)  # complete, and about to be renamed into place
+    for p, _ in left:
+        if p.exists(): shutil.rmtree(p, ignore_errors=True)
+
 def _write_dir(dir: Path, write) -> Path:
-    "Call write(tmp) on a fresh temporary directory beside `dir`, then put it in `dir`'s place atomically."
+    """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
+    `dir` that are not the model's (MODEL_FILES) are kept. A symlinked `dir` saves into its target."""
     dir = Path(dir)
-    if dir.exists():
-        if not dir.is_dir(): raise ValueError(f"{dir} exists and is not a directory")
-        other = sorted(set(os.listdir(dir)) - MODEL_FILES)
-        if other:
-            raise ValueError(f"{dir} holds files that are not a model's ({', '.join(other[:5])}): refusing")
+    if dir.is_symlink(): dir = dir.resolve()
+    dir = Path(os.path.abspath(dir))
+    if dir.exists() and not dir.is_dir(): raise ValueError(f"{dir} exists and is not a directory")
+    if Path.cwd().is_relative_to(dir):
+        raise ValueError(f"{dir} is (or holds) the current directory, which a save cannot swap out: "
+                         "save to a directory below it")
     dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{dir.name}.tmp-', dir=dir.parent))
+    _recover(dir)
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{dir.name}.tmp-{os.getpid()}-', dir=dir.parent))
     try:
         write(tmp)
+        for name in (set(os.listdir(dir)) - MODEL_FILES - set(os.listdir(tmp)) if dir.is_dir() else ()):
+            src = dir / name  # kept: hard links, so nothing is copied and the files stay the same files
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
+            else: os.link(src, tmp / name, follow_symlinks=False)
         for f in tmp.iterdir():
-            with open(f, 'rb') as fh: os.fsync(fh.fileno())
-        try: os.rename(tmp, dir)          # dir absent or empty: one atomic rename
-        except OSError:                   # dir holds an earlier model
-            if not _exchange(tmp, dir):
-                old = tmp.with_name(tmp.name + '-old')
-                os.rename(dir, old); os.rename(tmp, dir); tmp = old
-            shutil.rmtree(tmp)            # tmp now holds the earlier model
+            if f.is_file() and not f.is_symlink():
+                with open(f, 'rb') as fh: os.fsync(fh.fileno())
+        new = tmp.with_name(tmp.name.replace('.tmp-', '.new-'))
+        os.rename(tmp, new); tmp = new   # complete: a later save or load may finish the swap
+        if not dir.exists(): os.rename(tmp, dir)
+        elif _exchange(tmp, dir): shutil.rmtree(tmp)   # tmp now holds the earlier model
+        else:  # no RENAME_EXCHANGE here: two renames; a kill between them is finished by _recover
+            old = tmp.with_name(tmp.name.replace('.new-', '.old-'))
+            os.rename(dir, old); os.rename(tmp, dir); shutil.rmtree(old)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -884,6 +947,7 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
     if cls not in (BertEncoder, BertForMLM):
         raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
     dir = Path(dir)
+    if not dir.is_dir(): _recover(dir)  # a save cut between its two renames leaves the new model beside `dir`
     if not dir.is_dir(): raise FileNotFoundError(f"no model directory at {dir}")
     meta = _read_json(dir / 'config.json')
     ours = isinstance(meta, dict) and meta.get('format') == 'bert-nb'
@@ -897,6 +961,9 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
         sd = {k.removeprefix('encoder.'): v for k, v in sd.items() if k.startswith('encoder.')}
     elif meta['class'] == 'BertEncoder' and cls is BertForMLM:
         raise ValueError(f"{dir} holds a BertEncoder, which has no MLM head; load it with cls=BertEncoder")
+    pre = 'encoder.' if cls is BertForMLM else ''
+    _check_weights(config, {k.removeprefix(pre): tuple(v.shape) for k, v in sd.items() if k.startswith(pre)},
+                   dir / 'model.safetensors')
     model = cls(config)
     want = model.state_dict()
     missing, unexpected = [k for k in want if k not in sd], [k for k in sd if k not in want]

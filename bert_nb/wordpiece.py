@@ -41,18 +41,31 @@ class WordPieceTokenizer:
         self._truncating = None  # (max_len, a copy of tok that truncates to it)
 
     @classmethod
+    def from_tokens(cls, tokens: list[str], lowercase: bool = True,
+                    source: str = 'vocab') -> WordPieceTokenizer:
+        "A tokenizer whose token i is `tokens[i]`; every token once, the five specials among them."
+        vocab, twice = {}, {}
+        for i, t in enumerate(tokens):
+            if t in vocab: twice.setdefault(t, [vocab[t]]).append(i)
+            vocab.setdefault(t, i)
+        if twice:  # a second id for a token would shift every id after it on the next save
+            t, at = next(iter(twice.items()))
+            raise ValueError(f"{source} has {len(twice)} duplicated token(s), e.g. {t!r} at ids {at}")
+        missing = [s for s in SPECIALS if s not in vocab]
+        if missing: raise ValueError(f"{source} lacks the special token(s) {' '.join(missing)}")
+        return cls(_pipeline(vocab, lowercase))
+
+    @classmethod
     def from_vocab(cls, path: str | os.PathLike, lowercase: bool = True) -> WordPieceTokenizer:
         "Load a BERT `vocab.txt` (one token a line, the line number is the id), or a directory holding one."
         path = Path(path)
         if path.is_dir(): path = path / 'vocab.txt'
         if not path.is_file(): raise FileNotFoundError(f"no vocab file at {path}")
-        lines = path.read_text(encoding='utf-8').split('\n')
+        try: lines = path.read_bytes().decode('utf-8').split('\n')
+        except UnicodeDecodeError as e:
+            raise ValueError(f"vocab {path} is not UTF-8 text ({e.reason})") from None
         if lines and lines[-1] == '': lines.pop()
-        vocab = {}
-        for i, t in enumerate(lines): vocab.setdefault(t.rstrip('\r'), i)
-        missing = [s for s in SPECIALS if s not in vocab]
-        if missing: raise ValueError(f"vocab {path} lacks the special token(s) {' '.join(missing)}")
-        return cls(_pipeline(vocab, lowercase))
+        return cls.from_tokens([t.rstrip('\r') for t in lines], lowercase, source=f'vocab {path}')
 
     @classmethod
     def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
@@ -67,12 +80,15 @@ class WordPieceTokenizer:
         tok.train_from_iterator(texts, trainer)
         return cls(tok)
 
+    def tokens(self) -> list[str]:
+        "Every token, in id order (what `vocab.txt` holds)."
+        vocab = self.tok.get_vocab()
+        return sorted(vocab, key=vocab.get)
+
     def save(self, dir: str | os.PathLike) -> Path:
         "Write `dir/vocab.txt`, one token a line in id order."
         dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
-        vocab = self.tok.get_vocab()
-        lines = ''.join(t + '\n' for t in sorted(vocab, key=vocab.get))
-        (dir / 'vocab.txt').write_text(lines, encoding='utf-8')
+        (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in self.tokens()), encoding='utf-8')
         return dir / 'vocab.txt'
 
 # %% ../nbs/01_wordpiece.ipynb #b0eb38f5

@@ -196,10 +196,17 @@ def test_interrupted_save_keeps_the_previous_model(tmp_path, monkeypatch):
     assert torch.equal(load_bert(tmp_path / 'm').head.bias, old.head.bias)
     assert sorted(os.listdir(tmp_path)) == ['m']
 
-def test_save_refuses_a_directory_with_other_files(tmp_path):
-    (tmp_path / 'd').mkdir(); (tmp_path / 'd' / 'notes.txt').write_text('mine')
-    with pytest.raises(ValueError, match='notes.txt'): save_bert(random_ours(), tmp_path / 'd')
-    assert (tmp_path / 'd' / 'notes.txt').read_text() == 'mine'
+def test_save_keeps_the_other_files(tmp_path):
+    "A model directory may hold more than the model (a later chapter's head, notes): a save replaces only the model."
+    d = tmp_path / 'd'; (d / 'head').mkdir(parents=True)
+    (d / 'notes.txt').write_text('mine'); (d / 'head' / 'w.bin').write_bytes(b'123')
+    a, b = random_ours(1), random_ours(2)
+    save_bert(a, d, tok=WordPieceTokenizer.train(['a b c'] * 5, 30))
+    save_bert(b, d)  # no tokenizer this time: the earlier vocab.txt is the model's, and goes
+    assert sorted(os.listdir(d)) == ['config.json', 'head', 'model.safetensors', 'notes.txt']
+    assert (d / 'notes.txt').read_text() == 'mine' and (d / 'head' / 'w.bin').read_bytes() == b'123'
+    assert torch.equal(load_bert(d).head.bias, b.head.bias)
+    assert sorted(os.listdir(tmp_path)) == ['d']
     (tmp_path / 'f').write_text('x')
     with pytest.raises(ValueError, match='not a directory'): save_bert(random_ours(), tmp_path / 'f')
 
@@ -258,7 +265,10 @@ def test_load_bert_errors(tmp_path):
     cfg.write_text(json.dumps(meta | {'config': meta['config'] | {'d_ff': 99}}))
     with pytest.raises(ValueError, match='ff_in.weight'): load_bert(tmp_path / 'm')
     cfg.write_text(json.dumps(meta | {'config': meta['config'] | {'n_layers': 3}}))
-    with pytest.raises(ValueError, match='layers.2'): load_bert(tmp_path / 'm')
+    with pytest.raises(ValueError, match='the weights have 2 layers, the config 3'): load_bert(tmp_path / 'm')
+    for huge in ({'n_layers': 10**9}, {'vocab': 10**12}, {'d_model': 2**20, 'n_heads': 1}):  # refused before any is built
+        cfg.write_text(json.dumps(meta | {'config': meta['config'] | huge}))
+        with pytest.raises(ValueError, match='does not match its config'): load_bert(tmp_path / 'm')
     cfg.write_text('{not json')
     with pytest.raises(ValueError, match='config.json'): load_bert(tmp_path / 'm')
     cfg.unlink()
