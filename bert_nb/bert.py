@@ -812,7 +812,7 @@ def _read_bin(path: Path) -> dict:
     try: sd = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
-                         f"{str(e).splitlines()[0]}") from None
+                         f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
     tensors = isinstance(sd, dict) and all(isinstance(v, torch.Tensor) for v in sd.values())
     if not tensors:
         raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")

@@ -7,8 +7,9 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/pretrain.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.pretrain', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, gzip, hashlib, importlib.resources, json, math, os, resource, sys, time, warnings
-from dataclasses import dataclass, asdict, field
+import argparse, copy, gzip, hashlib, importlib.resources, json, math, os, resource, shutil, sys, time
+import warnings
+from dataclasses import dataclass, asdict, field, fields
 from datetime import datetime
 from pathlib import Path
 import numpy as np
@@ -35,8 +36,11 @@ def read_corpus(paths) -> list[str]:
     lines = []
     for p in map(Path, paths):
         if not p.is_file(): raise FileNotFoundError(f"no corpus file at {p}")
-        with (gzip.open if p.suffix == '.gz' else open)(p, 'rt', encoding='utf-8', errors='replace') as f:
-            lines += [s for s in (l.strip() for l in f) if s]
+        try:
+            with (gzip.open if p.suffix == '.gz' else open)(p, 'rt', encoding='utf-8', errors='replace') as f:
+                lines += [s for s in (l.strip() for l in f) if s]
+        except (OSError, EOFError) as e:  # not gzip, or truncated
+            raise ValueError(f"corpus file {p} cannot be read: {e}") from None
     return lines
 
 # %% ../nbs/03_pretrain.ipynb #476a11e2
@@ -161,12 +165,15 @@ def sinusoid_positions(encoder, scale: float = 0.02):
         encoder.pos_emb.weight[:, 1::2] = scale * torch.cos(angle[:, :d // 2])
 
 # %% ../nbs/03_pretrain.ipynb #1d033b8d
-def _world() -> tuple[int, int]:
-    "(rank, world size); joins the process group when started by torchrun."
+def _world(timeout: float = 300) -> tuple[int, int]:
+    "(rank, world size); joins torchrun's process group, where a peer silent for `timeout` s fails the run."
     world = int(os.environ.get('WORLD_SIZE', '1'))
     if world == 1: return 0, 1
     import torch.distributed as dist
-    if not dist.is_initialized(): dist.init_process_group('nccl' if torch.cuda.is_available() else 'gloo')
+    from datetime import timedelta
+    if not dist.is_initialized():
+        backend = 'nccl' if torch.cuda.is_available() else 'gloo'
+        dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
     return dist.get_rank(), world
 
 def _broadcast(x, rank, world):
@@ -194,19 +201,25 @@ class MLMLoss(nn.Module):
     def forward(self, *args): return self.model.loss(*args)
 
 # %% ../nbs/03_pretrain.ipynb #29d5577b
-def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None) -> dict:
-    "The run's lines, split, tokenizer and packed rows, all fixed by its arguments."
+def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, world: int = 1) -> dict:
+    "The run's lines, split, tokenizer and packed rows, all fixed by its arguments (vocab: rank 0's)."
     lines = read_corpus(a.corpus or [DEFAULT_CORPUS])
     if len(lines) < 2:
         raise ValueError(f"the corpus has {len(lines)} non-empty line(s); at least 2 are needed "
                          "(one is held out)")
     train_lines, held = split_lines(lines, a.seed)
     # the tokenizers library's trainer breaks ties between equally frequent pieces in hash-map order, so a
-    # trained vocab can differ between processes; the run saves it, and --vocab fixes it
+    # trained vocab can differ between processes: rank 0 trains it, every rank uses it, the run saves it
     if tok is None and a.vocab: tok = WordPieceTokenizer.from_vocab(a.vocab)
-    elif tok is None: tok = WordPieceTokenizer.train(train_lines, a.vocab_size)
+    elif tok is None:
+        mine = WordPieceTokenizer.train(train_lines, a.vocab_size).tokens() if rank == 0 else None
+        tokens = _broadcast(mine, rank, world)
+        tok = WordPieceTokenizer.from_tokens(tokens, source='the vocabulary trained on rank 0')
     rows, lens = pack_rows(tok, train_lines, a.max_len)
     held_rows, held_lens = pack_rows(tok, held, a.max_len)
+    for what, n in (('training', lens), ('held-out', held_lens)):
+        if n.sum() == 2 * len(n):  # [CLS] and [SEP] only
+            raise ValueError(f"the corpus's {what} lines yield no tokens with this vocabulary")
     return dict(tok=tok, held=held, rows=rows, lens=lens, held_rows=held_rows, held_lens=held_lens)
 
 # %% ../nbs/03_pretrain.ipynb #ad55897a
@@ -260,19 +273,23 @@ class MaskTally:
 # %% ../nbs/03_pretrain.ipynb #6a475bcc
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
-    def __init__(self, a: RunArgs, resume: bool):
+    def __init__(self, a: RunArgs, resume: bool, timeout: float = 300):
         self.a, self.t0, self.out = a, time.time(), Path(a.out)
-        self.rank, self.world = _world()
+        self.rank, self.world = _world(timeout)
         cuda = torch.cuda.is_available()
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
-        self.data = prepare(a, WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None)
+        tok = WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None
+        self.data = prepare(a, tok, self.rank, self.world)
         self.tok = self.data['tok']
         shard = slice(self.rank, None, self.world)
         self.rows, self.lens = self.data['rows'][shard], self.data['lens'][shard]
         if len(self.rows) == 0:
             raise ValueError(f"the corpus packs into {len(self.data['rows'])} row(s), fewer than the "
                              f"{self.world} processes")
+        if a.batch_size > len(self.rows):
+            raise ValueError(f"--batch-size {a.batch_size} is more than the {len(self.rows)} rows the corpus "
+                             "packs into (per process)")
         self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads,
                               n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
         self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
@@ -297,10 +314,25 @@ class _Run:
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True); self.tok.save(self.out)
             (self.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
+        self.checkpoint()  # at step 0: an interrupted run can always be resumed
 
     def restore(self):
         "An interrupted run: its last checkpoint, this rank's streams included."
-        ck = torch.load(self.out / 'resume.pt', weights_only=True)
+        p = self.out / 'resume.pt'
+        try: ck = torch.load(p, weights_only=True)
+        except Exception as e:
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None
+        need = {'step', 'total', 'tokens', 'metrics', 'model', 'opt', 'sched', 'ranks'}
+        if not isinstance(ck, dict) or need - set(ck):
+            raise ValueError(f"{p} is not a bert-nb resume checkpoint")
+        if len(ck['ranks']) != self.world:
+            raise ValueError(f"{self.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
+                             f"many (not {self.world}), so that every shard and stream continues")
+        want = self.model.state_dict()
+        wrong = [k for k, v in want.items() if k not in ck['model'] or ck['model'][k].shape != v.shape]
+        if wrong:
+            raise ValueError(f"{p} does not fit the model {self.out / 'args.json'} describes ({wrong[0]})")
         self.step, self.tokens, self.metrics = ck['step'], ck['tokens'], ck['metrics']
         self.model.load_state_dict(ck['model'])
         r = ck['ranks'][self.rank]
@@ -343,6 +375,9 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
         idx = r.batches.next()
         ids, inputs, labels, args = _batch(r.rows, r.lens, idx, r.tok, a.mask_p, r.mask_rng, r.device)
         loss = _step(r.loss_fn, r.opt, r.sched, args)
+        if not math.isfinite(loss):
+            raise ValueError(f"the training loss is {loss} at step {r.step + 1}: the run diverged (lower "
+                             f"--lr, or check --sin-scale); {r.out} keeps its last checkpoint")
         r.step += 1; r.tokens += int(r.lens[idx].sum()) * r.world
         if r.step == REFIT and a.minutes is not None and r.total > 2 * REFIT:
             # refit the step count to the budget from real steps (the calibration timed one batch on a copy)
@@ -380,6 +415,7 @@ def _finish(r: _Run):
     "Rank 0 writes the model, metrics.json and the plots, and says so plainly when the run did not learn."
     train_s = time.perf_counter() - r.t_train
     digests = _gather(weights_digest(r.model), r.world)
+    vocabs = _gather(hashlib.sha256('\n'.join(r.tok.tokens()).encode()).hexdigest(), r.world)
     if r.rank != 0: return
     word, base = frequency_baseline(r.tok, r.data['held_rows'])
     acc = r.metrics['eval'][-1]['acc']
@@ -389,7 +425,7 @@ def _finish(r: _Run):
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
-                     weight_digests=digests)
+                     weight_digests=digests, vocab_digests=vocabs)
     save_bert(r.model, r.out / 'model', r.tok)
     tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
     write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
@@ -401,9 +437,10 @@ def _finish(r: _Run):
                       "number of steps with --steps (the default model needs about 1,000 to leave the "
                       "word-frequency plateau), or fewer --evals.", stacklevel=2)
 
-def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True) -> Path:
+def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
+          timeout: float = 300) -> Path:
     "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
-    r = _Run(a, resume)
+    r = _Run(a, resume, timeout)
     r.restore() if resume else r.start()
     _loop(r, stop_at, progress)
     if r.step < r.total:
@@ -482,11 +519,15 @@ def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
     ids = tok.encode(text)[1:-1]
     at = [i for i, t in enumerate(ids) if t == tok.mask_id]
     if not at: raise ValueError(f"text has no [MASK]: {text!r}")
-    L = model.config.max_len - 2
+    words = len(tok) - len(special_ids(tok))
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= words:
+        raise ValueError(f"top_k must be in [1, {words}] (the words of the vocabulary), got {top_k!r}")
+    L, device = model.config.max_len - 2, next(model.parameters()).device
     starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # around the blank, in the text
-    windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts])
+    windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts], device=device)
     model.eval()
-    logits = model(windows)[0][torch.arange(len(at)), torch.tensor([i - s + 1 for i, s in zip(at, starts)])]
+    blank = torch.tensor([i - s + 1 for i, s in zip(at, starts)], device=device)
+    logits = model(windows)[0][torch.arange(len(at), device=device), blank]
     probs = logits.softmax(-1)
     probs[:, special_ids(tok)] = 0  # a blank is a word, never [PAD] or [UNK]
     top = probs.topk(top_k, -1)
@@ -496,21 +537,24 @@ def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
 class UsageError(Exception): "A bad command line: one line on stderr, exit status 2."
 
 class _Parser(argparse.ArgumentParser):
+    "No abbreviated options (`--l` is not `--lr`): a resumed run must see every option it is given."
+    def __init__(self, *args, **kw): super().__init__(*args, allow_abbrev=False, **kw)
     def error(self, message): raise UsageError(message)
 
-def _int(lo: int):
+def _int(lo: int, hi: int | None = None):
     def parse(s):
         try: v = int(s)
         except ValueError: raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
         if v < lo: raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        if hi is not None and v > hi: raise argparse.ArgumentTypeError(f"must be <= {hi}, got {v}")
         return v
     return parse
 
-def _float(lo: float, hi: float = math.inf, lo_open: bool = True):
+def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
     def parse(s):
         try: v = float(s)
         except ValueError: raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-        if not ((v > lo if lo_open else v >= lo) and v <= hi):
+        if not math.isfinite(v) or not ((v > lo if lo_open else v >= lo) and v <= hi):
             raise argparse.ArgumentTypeError(f"must be in {'(' if lo_open else '['}{lo}, {hi}], got {v}")
         return v
     return parse
@@ -540,13 +584,15 @@ def _parser() -> _Parser:
     t.add_argument('--minutes', type=_float(0),
                    help=f'training budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1), help='number of steps')
-    t.add_argument('--evals', type=_int(1), default=d.evals, help='held-out evaluations over the run')
-    t.add_argument('--seed', type=_int(0), default=d.seed)
+    t.add_argument('--evals', type=_int(1, 10_000), default=d.evals, help='held-out evaluations over the run')
+    t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
     t.add_argument('--out', help='output directory (default runs/<timestamp>)')
     t.add_argument('--resume', metavar='DIR', help='continue the interrupted run in DIR')
     t.add_argument('--stop-at', type=_int(1), metavar='STEP',
                    help='stop after STEP steps, resumable (for chunked runs)')
     t.add_argument('--quiet', action='store_true', help='no progress bar')
+    t.add_argument('--timeout', type=_float(0, 86_400), default=300,
+                   help='under torchrun: seconds a process waits for a silent peer before the run fails')
     f = sub.add_parser('fill', help='fill in the [MASK]s of a text')
     f.add_argument('model_dir'); f.add_argument('text', nargs='?')
     f.add_argument('--top-k', type=_int(1), default=5)
@@ -558,15 +604,58 @@ def _parser() -> _Parser:
     return p
 
 # %% ../nbs/03_pretrain.ipynb #34ffdf31
+_WITH_RESUME = {'--resume', '--stop-at', '--quiet', '--timeout'}  # how to run, not what to run
+
+def _read_args(path: Path) -> RunArgs:
+    "A run's settings from its args.json, every key and type checked."
+    try: d = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path} is not readable JSON: {e}") from None
+    if not isinstance(d, dict): raise ValueError(f"{path} holds a {type(d).__name__}, not run settings")
+    unknown = sorted(set(d) - {f.name for f in fields(RunArgs)})
+    if unknown: raise ValueError(f"{path} has unknown setting(s) {unknown}")
+    kinds = {'int': (int,), 'float': (int, float), 'bool': (bool,), 'str': (str,), 'list': (list,),
+             'None': (type(None),)}
+    for f in fields(RunArgs):
+        types = sum((kinds[t.strip()] for t in f.type.split('|')), ())
+        v = d.get(f.name, getattr(RunArgs, f.name, None))
+        if f.name in d and (not isinstance(v, types) or isinstance(v, bool) and bool not in types):
+            raise ValueError(f"{path}: {f.name} must be {f.type}, got {v!r}")
+    return RunArgs(**d)
+
+def _check_out(out: Path):
+    "--out must be a directory this process can create or write; checked before anything is written."
+    if out.exists() and not out.is_dir(): raise UsageError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        raise UsageError(f"{out} exists and is not empty; choose another --out, or --resume it")
+    p = out
+    while not p.exists(): p = p.parent
+    if not p.is_dir(): raise UsageError(f"--out {out} is under {p}, which is a file")
+    if not os.access(p, os.W_OK | os.X_OK): raise UsageError(f"--out {out}: {p} is not writable")
+
+def _check_size(a: RunArgs, vocab: int):
+    "Refuse a model and batch that cannot fit in this machine's memory, before anything is built."
+    d, f, L, T, B = a.d_model, a.d_ff, a.layers, a.max_len, a.batch_size
+    params = (vocab + T + 2) * d + L * (4 * d * d + 2 * d * f + 9 * d + f) + d * d + 4 * d + vocab
+    need = 16 * params + 4 * B * T * L * (12 * d + 3 * f)  # weights, gradients, Adam's moments; activations
+    have = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    if need > have:
+        raise UsageError(f"the model ({params:,} parameters) and a batch would need about "
+                         f"{need / 2**30:,.1f} GiB, more than this machine's {have / 2**30:,.1f} GiB: "
+                         "choose a smaller --d-model, --d-ff, --layers, --max-len, --batch-size "
+                         "or --vocab-size")
+
 def _train_cmd(ns) -> int:
     if ns.resume:
-        given = [k for k in ('corpus', 'vocab', 'out', 'steps', 'minutes') if getattr(ns, k) is not None]
-        if given: raise UsageError(f"--resume continues a run with its own settings; drop --{given[0]}")
+        extra = sorted(ns.given - _WITH_RESUME)
+        if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
         out = Path(ns.resume)
         if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file():
             raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
         if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
-        a = RunArgs(**json.loads((out / 'args.json').read_text()))
+        a = _read_args(out / 'args.json')
+        a.out = str(out)  # the directory given: a copy of a run resumes in the copy
+        vocab = len(WordPieceTokenizer.from_vocab(out / 'vocab.txt'))
     else:
         minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
         a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
@@ -578,14 +667,21 @@ def _train_cmd(ns) -> int:
         for c in a.corpus:
             if not Path(c).is_file(): raise UsageError(f"no corpus file at {c}")
         if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
-        if Path(a.out).exists() and any(Path(a.out).iterdir()):
-            raise UsageError(f"{a.out} exists and is not empty; choose another --out, or --resume it")
-        BertConfig(a.vocab_size, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                   d_ff=a.d_ff, dropout=a.dropout)
-    try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet)
+        vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
+        _check_out(Path(a.out))
+    try: BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                    d_ff=a.d_ff, dropout=a.dropout)
+    except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
+    _check_size(a, vocab)
+    created = not Path(a.out).exists()
+    try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet, timeout=ns.timeout)
     except KeyboardInterrupt:
-        print("\ninterrupted; continue from the last held-out evaluation with: "
-              f"bert-nb train --resume {a.out}", file=sys.stderr)
+        if (Path(a.out) / 'resume.pt').is_file():
+            print(f"\ninterrupted; continue from the last checkpoint with: bert-nb train --resume {a.out}",
+                  file=sys.stderr)
+        else:
+            if created: shutil.rmtree(a.out, ignore_errors=True)
+            print("\ninterrupted before training started; nothing was kept", file=sys.stderr)
         return 130
     if (out / 'metrics.json').is_file() and int(os.environ.get('RANK', '0')) == 0:
         m = json.loads((out / 'metrics.json').read_text())
@@ -598,7 +694,7 @@ def _train_cmd(ns) -> int:
 def _run_args(path: Path) -> RunArgs | None:
     "The RunArgs of the run that wrote the model at `path` (a run directory or its model/), if any."
     for d in (path, path.parent):
-        if (d / 'args.json').is_file(): return RunArgs(**json.loads((d / 'args.json').read_text()))
+        if (d / 'args.json').is_file(): return _read_args(d / 'args.json')
     return None
 
 def _eval_cmd(ns) -> int:
@@ -658,6 +754,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in ('train', 'fill', 'eval', '-h', '--help'): argv = ['train'] + argv
     try:
         ns = _parser().parse_args(argv)
+        ns.given = {t.split('=')[0] for t in argv if t.startswith('--')}
         return {'train': _train_cmd, 'fill': _fill_cmd, 'eval': _eval_cmd}[ns.cmd](ns)
     except (UsageError, ValueError, FileNotFoundError) as e:
         print(f"bert-nb: error: {e}", file=sys.stderr)

@@ -1,5 +1,5 @@
 "The bert-nb command: a tiny run end to end, resume, two processes under torchrun, and every exit-2 case."
-import json, os, socket, subprocess, sys
+import hashlib, json, os, socket, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -82,6 +82,8 @@ def test_two_processes_torchrun(corpus, tmp_path):
     m = json.loads((out / 'metrics.json').read_text())
     assert m['world_size'] == 2 and len(m['weight_digests']) == 2
     assert m['weight_digests'][0] == m['weight_digests'][1]          # both ranks hold identical weights
+    saved = hashlib.sha256((out / 'vocab.txt').read_text().rstrip('\n').encode()).hexdigest()
+    assert m['vocab_digests'] == [saved, saved]                        # ... and rank 0's vocabulary, not their own
     assert m['tokens'] == 4 * 8 * 32 * 2                              # each rank trained on its own batch
     assert sorted(os.listdir(out)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
     assert r.stdout.count('wrote ') == 1                               # rank 0 alone reports and writes

@@ -1,0 +1,304 @@
+"""The audit, kept: bad input to the API and the command line ends in a clear error that names the argument or the file
+(exit status 2, one line, nothing written, for the command); killed saves leave the old or the new model; a copied run
+resumes in the copy; torchrun ranks share one vocabulary and a frozen rank brings the run down."""
+import gzip, json, os, random, shutil, signal, socket, subprocess, sys, textwrap, time, uuid
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+import bert_nb.bert as bert
+import bert_nb.pretrain as pretrain
+from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, mlm_mask, hf_bert_encoder_sd, from_hf_pretrained,
+                          save_bert, load_bert)
+from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS, RunArgs, train
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import WordPieceTokenizer
+
+TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads',
+        '2', '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
+EXE = Path(sys.executable).parent / 'bert-nb'
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
+    p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
+    return p
+
+@pytest.fixture(scope='module')
+def stopped(corpus, tmp_path_factory) -> Path:
+    "A run stopped (resumably) after 5 of its 12 steps."
+    out = tmp_path_factory.mktemp('runs') / 'stopped'
+    assert main(['--corpus', str(corpus), '--steps', '12', '--stop-at', '5', '--out', str(out)] + TINY) == 0
+    assert not (out / 'metrics.json').exists()
+    return out
+
+def cli(*args, cwd=None, env=None):
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180,
+                          env=env)
+
+def refused(r, says):
+    "Exit status 2 and one line that says what is wrong, no traceback."
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and says in lines[0] and 'Traceback' not in r.stderr, r.stderr[-2000:]
+
+# ---------------------------------------------------------------------------------------------------- command line
+
+def test_bad_corpus_files(tmp_path):
+    (tmp_path / 'notgz.txt.gz').write_text('plain text, not gzip\n' * 10)
+    whole = gzip.compress(b'a verse of text\n' * 500)
+    (tmp_path / 'cut.txt.gz').write_bytes(whole[: len(whole) // 2])
+    (tmp_path / 'blank.txt').write_text('\x07\x07\n\x08 \x08\n' * 20)  # lines, but no token in any of them
+    for name, says in [('notgz.txt.gz', 'notgz.txt.gz cannot be read'), ('cut.txt.gz', 'cut.txt.gz cannot be read'),
+                       ('blank.txt', 'yield no tokens')]:
+        refused(cli('--corpus', tmp_path / name, '--steps', 2, '--out', tmp_path / 'o', *TINY), says)
+        assert not (tmp_path / 'o').exists()
+
+def test_eval_with_a_bad_gz(stopped, tmp_path):
+    (tmp_path / 'bad.gz').write_text('no gzip here')
+    run = tmp_path / 'run'; shutil.copytree(stopped, run)
+    assert main(['--resume', str(run), '--quiet']) == 0
+    refused(cli('eval', run, '--corpus', tmp_path / 'bad.gz'), 'bad.gz cannot be read')
+
+@pytest.mark.parametrize('args,says', [
+    (['--sin-scale', 'inf'], 'argument --sin-scale: must be in'), (['--minutes', 'inf'], 'argument --minutes'),
+    (['--minutes', '1e308'], 'argument --minutes'), (['--lr', 'nan'], 'argument --lr'),
+    (['--evals', str(10**9)], 'argument --evals: must be <= 10000'),
+    (['--seed', str(2**64)], 'argument --seed: must be <= 18446744073709551615'),
+    (['--layers', str(10**6)], 'would need about'), (['--d-model', str(2**20), '--heads', '1'], 'would need about'),
+    (['--d-ff', str(10**9)], 'would need about'), (['--max-len', str(10**9)], 'would need about'),
+    (['--batch-size', str(10**9)], 'would need about'), (['--batch-size', str(10**5)], 'is more than the'), (['--l', '0.1'], 'unrecognized arguments: --l')])
+def test_out_of_range_settings(args, says, corpus, tmp_path):
+    refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, *args), says)
+    assert not (tmp_path / 'o').exists()
+
+def test_bad_vocab_files(corpus, tmp_path):
+    tok = WordPieceTokenizer.train(read_corpus([corpus]), 300)
+    (tmp_path / 'dup.txt').write_text('\n'.join(tok.tokens() + [tok.tokens()[40]]) + '\n')
+    (tmp_path / 'bin.txt').write_bytes(bytes(range(256)) * 4)
+    refused(cli('--corpus', corpus, '--vocab', tmp_path / 'dup.txt', '--steps', 2, '--out', tmp_path / 'o', *TINY),
+            'duplicated token')
+    refused(cli('--corpus', corpus, '--vocab', tmp_path / 'bin.txt', '--steps', 2, '--out', tmp_path / 'o', *TINY),
+            'not UTF-8 text')
+    assert not (tmp_path / 'o').exists()
+
+def test_bad_out(corpus, tmp_path, monkeypatch, capsys):
+    (tmp_path / 'file').write_text('x')
+    refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'file', *TINY), 'is not a directory')
+    refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'file' / 'run', *TINY), 'which is a file')
+    monkeypatch.setattr(pretrain.os, 'access', lambda p, mode: False)  # as a read-only filesystem answers
+    assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'ro' / 'run')] + TINY) == 2
+    assert 'is not writable' in capsys.readouterr().err and not (tmp_path / 'ro').exists()
+
+def test_fill_top_k_beyond_the_vocabulary(stopped, tmp_path):
+    run = tmp_path / 'run'; shutil.copytree(stopped, run)
+    assert main(['--resume', str(run), '--quiet']) == 0
+    refused(cli('fill', run, 'let there be [MASK]', '--top-k', 10**6), 'top_k must be in [1, 295]')
+
+def test_resume_refuses_new_settings(stopped):
+    for opt in (['--lr', '0.1'], ['--d-model', '64'], ['--batch-size', '4'], ['--seed', '3'], ['--steps', '3']):
+        refused(cli('--resume', stopped, *opt), f'drop {opt[0]}')
+
+def test_resume_with_damaged_files(stopped, tmp_path):
+    args = json.loads((stopped / 'args.json').read_text())
+    pt = (stopped / 'resume.pt').read_bytes()
+    cases = [('resume.pt', pt[: len(pt) // 2], 'resume.pt is not a readable checkpoint'),
+             ('resume.pt', os.urandom(4096), 'resume.pt is not a readable checkpoint'),
+             ('resume.pt', b'', 'resume.pt is not a readable checkpoint'),
+             ('args.json', '{not json', 'args.json is not readable JSON'),
+             ('args.json', json.dumps(args | {'learning_rate': 1}), "unknown setting(s) ['learning_rate']"),
+             ('args.json', json.dumps(args | {'d_model': 'big'}), 'd_model must be int'),
+             ('args.json', json.dumps(args | {'d_model': 64}), 'resume.pt does not fit the model'),
+             ('args.json', json.dumps([1, 2]), 'not run settings')]
+    for name, data, says in cases:
+        run = tmp_path / f'run-{uuid.uuid4().hex[:6]}'; shutil.copytree(stopped, run)
+        (run / name).write_bytes(data) if isinstance(data, bytes) else (run / name).write_text(data)
+        before = sorted(os.listdir(run))
+        refused(cli('--resume', run), says)
+        assert sorted(os.listdir(run)) == before and not (run / 'metrics.json').exists()
+
+def test_resume_a_copy_in_the_copy(stopped, tmp_path):
+    "--resume continues the run in the directory it is given, from any working directory."
+    copy = tmp_path / 'elsewhere' / 'copy'; shutil.copytree(stopped, copy)
+    r = cli('train', '--resume', 'copy', '--quiet', cwd=tmp_path / 'elsewhere')
+    assert r.returncode == 0, r.stderr
+    assert (copy / 'metrics.json').is_file() and json.loads((copy / 'metrics.json').read_text())['steps'] == 12
+    assert not (stopped / 'metrics.json').exists() and not (stopped / 'model').exists()  # the original: untouched
+
+def test_a_run_is_resumable_from_its_start(corpus, tmp_path):
+    "Interrupted at any point after training starts, a run leaves a checkpoint that --resume continues."
+    out = tmp_path / 'run'
+    p = subprocess.Popen([str(EXE), '--corpus', str(corpus), '--steps', '400', '--out', str(out), *TINY],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t = time.time()
+    while not (out / 'resume.pt').exists() and time.time() - t < 120: time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and f'bert-nb train --resume {out}' in err, err[-2000:]
+    ck = torch.load(out / 'resume.pt', weights_only=True)
+    assert ck['step'] < 400
+    r = cli('--resume', out, '--stop-at', ck['step'] + 1)
+    assert r.returncode == 0, r.stderr
+
+def test_a_diverged_run_stops(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(pretrain, '_step', lambda *a: float('nan'))
+    a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64,
+                minutes=None, steps=5, evals=1, out=str(tmp_path / 'run'))
+    with pytest.raises(ValueError, match='the training loss is nan at step 1: the run diverged'):
+        train(a, progress=False)
+    assert not (tmp_path / 'run' / 'metrics.json').exists() and (tmp_path / 'run' / 'resume.pt').exists()
+
+def test_metrics_last_so_a_finished_run_can_be_completed(stopped, tmp_path):
+    "A kill after the model but before metrics.json: --resume writes what was missing."
+    run = tmp_path / 'run'; shutil.copytree(stopped, run)
+    assert main(['--resume', str(run), '--quiet']) == 0
+    for f in ('metrics.json', 'loss.png', 'attention_reach.png'): (run / f).unlink()
+    assert main(['--resume', str(run), '--quiet']) == 0
+    assert all((run / f).is_file() for f in ('metrics.json', 'loss.png', 'attention_reach.png'))
+
+# ------------------------------------------------------------------------------------------------------------ API
+
+def test_api_bad_input():
+    ids, sp = np.array([2, 5, 6, 3]), np.array([1, 0, 0, 1], bool)
+    with pytest.raises(ValueError, match=r'vocab must be in \[1, 4294967297\)'): mlm_mask(ids, sp, 4, 2**32 + 1, .5, PCG32(0))
+    with pytest.raises(ValueError, match='ids must be integers, got dtype torch.bfloat16'):
+        mlm_mask(torch.tensor([[2., 5.]], dtype=torch.bfloat16), torch.zeros(1, 2, dtype=torch.bool), 4, 40, .5, PCG32(0))
+    inputs, labels = mlm_mask([], [], 4, 40, .5, PCG32(0))                  # an empty list is no float array
+    assert inputs.shape == labels.shape == (0,) and inputs.dtype == np.int64
+    assert PCG32(7).below(np.int32(100)) == PCG32(7).below(100)
+    cfg = BertConfig(np.int64(40), max_len=np.int32(8), d_model=np.int64(8), n_heads=np.int64(2), n_layers=np.int64(1),
+                     d_ff=np.int16(16), dropout=np.float32(0.0))
+    assert json.dumps(cfg.to_dict()) and all(type(v) in (int, float) for v in cfg.to_dict().values())
+    with pytest.raises(ValueError, match='layer indices must run 0..1: 2 layers, one numbered 99999999999999999999'):  # refused at once, not enumerated
+        hf_bert_encoder_sd({'encoder.layer.99999999999999999999.output.dense.weight': torch.zeros(1),
+                            'encoder.layer.0.output.dense.weight': torch.zeros(1)})
+
+def test_ids_and_labels_of_any_integer_dtype():
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0), rng=PCG32(1))
+    ids = torch.tensor([[2, 9, 17, 3]]); labels = torch.tensor([[-100, 9, -100, -100]])
+    want_logits, want_loss = m(ids, labels=labels)
+    for it in (torch.int8, torch.int16, torch.uint8, torch.int32):
+        for lt in (torch.int16, torch.int32):
+            logits, loss = m(ids.to(it), labels=labels.to(lt))
+            assert torch.equal(logits, want_logits) and torch.equal(loss, want_loss)
+            assert torch.equal(m.loss(ids.to(it), None, None, labels.to(lt)), m.loss(ids, None, None, labels))
+    with pytest.raises(ValueError, match='labels must be token ids or -100, got a bool tensor'):
+        m(ids, labels=labels > 0)
+
+def test_corrupt_checkpoint_files(tmp_path):
+    from transformers import BertConfig as HFConfig, BertModel
+    d = tmp_path / 'hf'
+    BertModel(HFConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=16)).save_pretrained(d)
+    (d / 'model.safetensors').unlink()  # an older checkpoint: weights in a pickle
+    (d / 'pytorch_model.bin').write_bytes(b'\x80\x04garbage' * 100)
+    with pytest.raises(ValueError, match='pytorch_model.bin is not a readable weights-only PyTorch checkpoint'):
+        from_hf_pretrained(d)
+    torch.save([torch.zeros(2)], d / 'pytorch_model.bin')
+    with pytest.raises(ValueError, match='pytorch_model.bin holds a list, not a state dict'): from_hf_pretrained(d)
+
+def test_save_through_a_symlink_and_into_the_cwd(tmp_path, monkeypatch):
+    a, b = (BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(s)) for s in (1, 2))
+    (tmp_path / 'real').mkdir(); (tmp_path / 'link').symlink_to(tmp_path / 'real')
+    save_bert(a, tmp_path / 'link'); save_bert(b, tmp_path / 'link')
+    assert (tmp_path / 'link').is_symlink() and torch.equal(load_bert(tmp_path / 'real').head.bias, b.head.bias)
+    monkeypatch.chdir(tmp_path / 'real')
+    with pytest.raises(ValueError, match='is \\(or holds\\) the current directory'): save_bert(a, '.')
+    with pytest.raises(ValueError, match='is \\(or holds\\) the current directory'): save_bert(a, tmp_path)
+
+def test_stale_temporaries_are_cleaned(tmp_path):
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(1))
+    dead = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    for kind in ('tmp', 'old'): (tmp_path / f'.m.{kind}-{pid}-abc').mkdir()
+    (tmp_path / f'.m.tmp-{os.getpid()}-live').mkdir()  # a save in progress in a live process: kept
+    save_bert(m, tmp_path / 'm')
+    assert sorted(os.listdir(tmp_path)) == [f'.m.tmp-{os.getpid()}-live', 'm']
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 5), st.integers(0, 40), st.sampled_from([5, 6, 100, 30522, 2**32]), st.floats(0, 1),
+       st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1))
+def test_masking_invariants(B, T, V, p, seed, np_seed):
+    "Labels only at non-special positions and equal to the original there; elsewhere the input shows the original."
+    g = np.random.default_rng(np_seed)
+    ids, special = g.integers(0, min(V, 2**31), (B, T)), g.random((B, T)) < 0.3
+    keep = ids.copy(), special.copy()
+    inputs, labels = mlm_mask(ids, special, 4, V, p, PCG32(seed))
+    picked = labels != -100
+    assert not (picked & special).any() and (labels[picked] == ids[picked]).all()
+    assert (inputs[~picked] == ids[~picked]).all() and ((inputs >= 0) & (inputs < V)).all()
+    assert np.array_equal(ids, keep[0]) and np.array_equal(special, keep[1])  # the caller's arrays untouched
+
+# ---------------------------------------------------------------------------------------------- killed saves
+
+CHILD = textwrap.dedent('''
+    import sys, torch
+    import bert_nb.bert as bert
+    from bert_nb.bert import BertConfig, BertForMLM, save_bert
+    from bert_nb.rng import PCG32
+    if sys.argv[2] == 'fallback': bert._exchange = lambda a, b: False   # as where RENAME_EXCHANGE is missing
+    cfg = BertConfig(3000, max_len=64, d_model=64, n_heads=2, n_layers=2, d_ff=128)
+    models = [BertForMLM(cfg, rng=PCG32(s)) for s in (1, 2)]
+    print('ready', flush=True)
+    i = 0
+    while True:
+        save_bert(models[i % 2], sys.argv[1]); i += 1
+''')
+
+@pytest.mark.parametrize('mode', ['exchange', 'fallback'])
+def test_killed_saves_leave_the_old_or_the_new_model(tmp_path, mode):
+    cfg = BertConfig(3000, max_len=64, d_model=64, n_heads=2, n_layers=2, d_ff=128)
+    rows = [BertForMLM(cfg, rng=PCG32(s)).encoder.word_emb.weight[:4] for s in (1, 2)]
+    d, rnd = tmp_path / 'm', random.Random(0)
+    for kill in range(4):
+        p = subprocess.Popen([sys.executable, '-c', CHILD, str(d), mode], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == 'ready'
+        time.sleep(rnd.uniform(0.05, 0.6))
+        p.kill(); p.wait()
+        if not d.exists() and kill == 0 and not any(tmp_path.glob('.m.new-*')): continue  # killed before a first save
+        back = load_bert(d).encoder.word_emb.weight[:4]   # finishes a swap cut between its renames, if one was
+        assert any(torch.equal(back, w) for w in rows), 'a mix of two models'
+    save_bert(BertForMLM(cfg, rng=PCG32(1)), d)
+    assert sorted(os.listdir(tmp_path)) == ['m']          # no temporary directory left behind
+
+# -------------------------------------------------------------------------------------------------- torchrun
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+def torchrun(*args, env=None):
+    script = Path(__file__).parents[1] / 'bert_nb' / 'pretrain.py'
+    return [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
+            '--master_port', str(free_port()), str(script), 'train', *map(str, args)]
+
+def test_resume_with_another_number_of_processes(corpus, tmp_path):
+    out = tmp_path / 'ddp'
+    r = subprocess.run(torchrun('--corpus', corpus, '--steps', 6, '--stop-at', 2, '--out', out, *TINY),
+                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    refused(cli('--resume', out), 'was trained by 2 process(es): resume it with as many (not 1)')
+
+def test_a_frozen_rank_brings_the_run_down(corpus, tmp_path):
+    "A peer stopped with SIGSTOP: the other rank gives up after --timeout, and torchrun ends the run."
+    out, mark = tmp_path / 'ddp', uuid.uuid4().hex
+    env = dict(os.environ, OMP_NUM_THREADS='1', BERT_NB_TEST_MARK=mark)
+    p = subprocess.Popen(torchrun('--corpus', corpus, '--steps', 100000, '--out', out, '--timeout', 10, *TINY),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    t0 = time.time()
+    while not (out / 'resume.pt').exists() and time.time() - t0 < 120: time.sleep(0.1)
+    def rank1():
+        for proc in Path('/proc').glob('[0-9]*'):
+            try: e = (proc / 'environ').read_bytes().split(b'\0')
+            except OSError: continue
+            if f'BERT_NB_TEST_MARK={mark}'.encode() in e and b'RANK=1' in e: return int(proc.name)
+    pid = rank1()
+    assert pid, 'rank 1 not found'
+    os.kill(pid, signal.SIGSTOP); t1 = time.time()
+    try:
+        p.wait(timeout=120)
+        assert p.returncode != 0 and time.time() - t1 < 120
+    finally:
+        for q in (pid, p.pid):
+            try: os.kill(q, signal.SIGKILL)
+            except ProcessLookupError: pass
