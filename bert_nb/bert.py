@@ -17,12 +17,13 @@ from .rng import PCG32, sample_categorical, normal_init
 from .wordpiece import SPECIALS, WordPieceTokenizer
 
 # %% auto #0
-__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'MODEL_FILES', 'plot_draws', 'shown_grid', 'plot_shown', 'mlm_mask',
-           'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts', 'mask_stats', 'mask_shares',
-           'share_z', 'mask_chi2', 'plot_mask_rates', 'BertConfig', 'BertAttention', 'BertLayer', 'plot_attention_maps',
-           'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'BertForMLM', 'position_loss', 'plot_position_loss',
-           'attention_reach', 'plot_attention_reach', 'hf_encoder_names', 'hf_bert_encoder_sd', 'load_hf_bert',
-           'layer_outputs', 'plot_layer_diffs', 'from_hf_pretrained', 'save_hf_bert', 'save_bert', 'load_bert']
+__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws', 'shown_grid',
+           'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts',
+           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'BertConfig', 'BertAttention',
+           'BertLayer', 'plot_attention_maps', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'BertForMLM',
+           'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach', 'hf_encoder_names',
+           'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'layer_outputs', 'plot_layer_diffs', 'load_bert',
+           'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # show [MASK], a random id, the token itself
@@ -684,7 +685,9 @@ def _hf_key(key: str) -> str:
     k = key.removeprefix('bert.')
     return re.sub(r'LayerNorm\.gamma$', 'LayerNorm.weight', re.sub(r'LayerNorm\.beta$', 'LayerNorm.bias', k))
 
-def _dropped(k: str) -> bool: return k.startswith(('pooler.', 'cls.')) or k == 'embeddings.position_ids'
+def _dropped(k: str) -> bool:
+    "Parts of BERT checkpoints that these models have no place for: pooler, NSP and MLM heads, a classifier."
+    return k.startswith(('pooler.', 'cls.', 'classifier.')) or k == 'embeddings.position_ids'
 
 def _n_layers(keys, pattern: str = r'encoder\.layer\.(\d+)\.') -> int:
     "How many layers the keys hold; the indices must run 0..n-1 (a huge index is refused, not enumerated)."
@@ -707,8 +710,21 @@ def hf_bert_encoder_sd(sd: dict) -> dict:
     return {ours: sd[hf] for hf, ours in names.items()}
 
 # %% ../nbs/02_bert.ipynb #9bb1127f
+@dataclass
+class LoadReport:
+    "What a load did with a checkpoint: the keys it used, dropped (no place for them here) and initialised."
+    used: list[str]
+    dropped: list[str]
+    initialised: list[str]
+
+    def __str__(self) -> str:
+        say = lambda ks: ', '.join(ks[:4]) + (f' and {len(ks) - 4} more' if len(ks) > 4 else '')
+        part = lambda what, ks: f"{what} {len(ks)}" + (f" ({say(ks)})" if ks else '')
+        return (f"used {len(self.used)} weights; {part('dropped', self.dropped)}; "
+                f"{part('initialised', self.initialised)}")
+
 def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
-    "Copy a transformers BERT state dict into a BertEncoder or BertForMLM (with its MLM head)."
+    "Copy a transformers BERT state dict into a BertEncoder or BertForMLM; `model.load_report` tells what."
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
@@ -726,8 +742,6 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
         if missing_head and strict:
             raise ValueError(f"checkpoint has no MLM head: it lacks {missing_head}; strict=False keeps the "
                              "head's initial weights")
-        if missing_head:
-            warnings.warn(f"checkpoint lacks {missing_head}: the MLM head keeps its initial weights")
         names |= {k: v for k, v in HF_HEAD_NAMES.items() if k in sd}
         if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd:
             names['cls.predictions.decoder.bias'] = 'head.bias'
@@ -748,6 +762,14 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
         raise ValueError("cls.predictions.decoder.bias differs from cls.predictions.bias")
     with torch.no_grad():
         for hf, ours in names.items(): params[ours].copy_(sd[hf])
+    # the tied decoder and its bias are copies of weights used above (checked equal): not dropped
+    skip = {'embeddings.position_ids'}
+    if mlm: skip |= {'cls.predictions.decoder.weight', 'cls.predictions.decoder.bias'}
+    dropped = [k for k in sd if k not in names and k not in skip]
+    initialised = [HF_HEAD_NAMES[k] for k in missing_head] if mlm else []
+    r = model.load_report = LoadReport(list(names), dropped, initialised)
+    if r.dropped or r.initialised:
+        warnings.warn(f"loading BERT weights into a {type(model).__name__}: {r}", stacklevel=2)
     return model
 
 # %% ../nbs/02_bert.ipynb #fdf2ff41
@@ -827,32 +849,6 @@ def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
     bad += [f"{k} {shapes.get(k)}, the config {v}" for k, v in want.items() if tuple(shapes.get(k, ())) != v]
     if bad: raise ValueError(f"{where} does not match its config: the weights have {'; '.join(bad[:3])}")
 
-def from_hf_pretrained(path: str | os.PathLike, cls: type | None = None) -> nn.Module:
-    "A BertForMLM (checkpoint with an MLM head) or BertEncoder from a local transformers BERT directory."
-    path = Path(path)
-    if not path.is_dir(): raise FileNotFoundError(f"no model directory at {path}")
-    config = BertConfig.from_hf(_read_json(path / 'config.json'))
-    if (path / 'model.safetensors').is_file(): sd = _read_safetensors(path / 'model.safetensors')
-    elif (path / 'pytorch_model.bin').is_file(): sd = _read_bin(path / 'pytorch_model.bin')
-    else: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {path}")
-    weights = path / ('model.safetensors' if (path / 'model.safetensors').is_file() else 'pytorch_model.bin')
-    _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
-    if cls is None:
-        cls = BertForMLM if any(_hf_key(k).startswith('cls.predictions.') for k in sd) else BertEncoder
-    if cls not in (BertEncoder, BertForMLM):
-        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
-    return load_hf_bert(cls(config), sd).eval()
-
-# %% ../nbs/02_bert.ipynb #7fcb221b
-MODEL_FILES = {'config.json', 'model.safetensors', 'vocab.txt'}
-
-def _exchange(a: Path, b: Path) -> bool:
-    "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the OS or filesystem cannot."
-    try: renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError): return False
-    AT_FDCWD, RENAME_EXCHANGE = -100, 2
-    return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
-
 def _alive(pid: int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
@@ -869,6 +865,66 @@ def _recover(dir: Path):
     if done and not dir.exists(): os.rename(done.pop(), dir)  # complete, and about to be renamed into place
     for p, _ in left:
         if p.exists(): shutil.rmtree(p, ignore_errors=True)
+
+def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
+    "A directory bert-nb wrote before it wrote the transformers layout: our names, our config block."
+    cls = cls or {'BertForMLM': BertForMLM, 'BertEncoder': BertEncoder}.get(meta.get('class'))
+    if cls is None: raise ValueError(f"{dir / 'config.json'} names no bert-nb model class")
+    try: config = BertConfig.from_dict(meta.get('config', {}))
+    except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: bad config: {e}") from None
+    sd = _read_safetensors(dir / 'model.safetensors')
+    if meta['class'] == 'BertForMLM' and cls is BertEncoder:
+        sd = {k.removeprefix('encoder.'): v for k, v in sd.items() if k.startswith('encoder.')}
+    elif meta['class'] == 'BertEncoder' and cls is BertForMLM:
+        raise ValueError(f"{dir} holds a BertEncoder, which has no MLM head; load it with cls=BertEncoder")
+    pre = 'encoder.' if cls is BertForMLM else ''
+    _check_weights(config, {k.removeprefix(pre): tuple(v.shape) for k, v in sd.items() if k.startswith(pre)},
+                   dir / 'model.safetensors')
+    model = cls(config)
+    want = model.state_dict()
+    missing, unexpected = [k for k in want if k not in sd], [k for k in sd if k not in want]
+    if missing or unexpected:
+        raise ValueError(f"{dir / 'model.safetensors'} does not match its config: missing {missing[:4]}, "
+                         f"unexpected {unexpected[:4]}")
+    model.load_state_dict(sd)
+    model.load_report = LoadReport(used=list(sd), dropped=[], initialised=[])
+    return model.eval()
+
+def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:
+    """A BertForMLM or BertEncoder, in eval mode, from a model directory: one `save_bert` wrote, any
+    transformers BERT directory (safetensors, or a weights-only `pytorch_model.bin`), or an older bert-nb
+    one."""
+    if cls not in (None, BertEncoder, BertForMLM):
+        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
+    dir = Path(dir)
+    if not dir.is_dir(): _recover(dir)  # a save cut between its two renames leaves the new model beside `dir`
+    if not dir.is_dir(): raise FileNotFoundError(f"no model directory at {dir}")
+    meta = _read_json(dir / 'config.json')
+    if not isinstance(meta, dict): raise ValueError(f"{dir / 'config.json'} holds no config")
+    if meta.get('format') == 'bert-nb': return _load_v1(dir, meta, cls)
+    config = BertConfig.from_hf(meta)
+    weights = next((dir / f for f in ('model.safetensors', 'pytorch_model.bin') if (dir / f).is_file()), None)
+    if weights is None: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {dir}")
+    sd = (_read_safetensors if weights.suffix == '.safetensors' else _read_bin)(weights)
+    _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
+    if cls is None:
+        head = any(_hf_key(k).startswith('cls.predictions.') for k in sd)
+        ours = meta.get('bert_nb', {}).get('class')  # what save_bert saved; else whatever has an MLM head
+        cls = BertForMLM if ours == 'BertForMLM' or (ours is None and head) else BertEncoder
+    return load_hf_bert(cls(config), sd, strict=cls is BertForMLM if strict is None else strict).eval()
+
+from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
+
+# %% ../nbs/02_bert.ipynb #7fcb221b
+MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.txt', 'tokenizer.json',
+               'tokenizer_config.json', 'special_tokens_map.json'}  # what a save replaces
+
+def _exchange(a: Path, b: Path) -> bool:
+    "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the OS or filesystem cannot."
+    try: renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError): return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
 def _write_dir(dir: Path, write) -> Path:
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
@@ -906,72 +962,42 @@ def _write_dir(dir: Path, write) -> Path:
     return dir
 
 # %% ../nbs/02_bert.ipynb #8c6d20e8
-def save_hf_bert(model: nn.Module, dir: str | os.PathLike) -> Path:
-    "Write `config.json` and `model.safetensors` that transformers' BertForMaskedLM / BertModel load."
+_SPECIAL_NAMES = dict(unk_token='[UNK]', sep_token='[SEP]', pad_token='[PAD]', cls_token='[CLS]',
+                      mask_token='[MASK]')
+
+def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
+    "vocab.txt, and what transformers' AutoTokenizer reads without guessing: our Rust pipeline, its settings."
+    tok.save(dir)
+    (dir / 'tokenizer.json').write_text(tok.tok.to_str(), encoding='utf-8')
+    config = dict(tokenizer_class='BertTokenizer', do_lower_case=tok.tok.normalizer.lowercase,
+                  model_max_length=max_len, clean_up_tokenization_spaces=False, **_SPECIAL_NAMES)
+    (dir / 'tokenizer_config.json').write_text(json.dumps(config, indent=2) + '\n')
+    (dir / 'special_tokens_map.json').write_text(json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
+
+def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
+    """Write `dir` as transformers lays out BertForMaskedLM (a BertForMLM) or BertModel (a BertEncoder):
+    `config.json`, `model.safetensors` in transformers' names, the tokenizer's files if `tok`; atomically."""
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
     enc = model.encoder if mlm else model
+    if tok is not None and len(tok) != enc.config.vocab:
+        raise ValueError(f"tok has {len(tok)} tokens but the model's vocab is {enc.config.vocab}")
     ours = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    pre = 'encoder.' if mlm else ''
-    hf_pre = 'bert.' if mlm else ''
+    pre, hf_pre = ('encoder.', 'bert.') if mlm else ('', '')
     sd = {hf_pre + hf: ours[pre + o] for hf, o in hf_encoder_names(enc.config.n_layers).items()}
     if mlm: sd |= {hf: ours[o] for hf, o in HF_HEAD_NAMES.items()}
-    else:
+    else:  # BertModel always has a pooler; ours is untrained, initialised as transformers would
         d = enc.config.d_model
         sd |= {'pooler.dense.weight': torch.from_numpy(normal_init(PCG32(0), (d, d))),
                'pooler.dense.bias': torch.zeros(d)}
-    arch = 'BertForMaskedLM' if mlm else 'BertModel'
-    config = enc.config.to_hf() | {'architectures': [arch], 'tie_word_embeddings': True}
+    config = enc.config.to_hf() | {
+        'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True,
+        'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
     def write(tmp):
         save_file(sd, tmp / 'model.safetensors', metadata={'format': 'pt'})
         (tmp / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
+        if tok is not None: _save_tokenizer(tok, tmp, enc.config.max_len)
     return _write_dir(dir, write)
 
-# %% ../nbs/02_bert.ipynb #dab6980a
-def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
-    "Write `dir/config.json` and `dir/model.safetensors` (and `vocab.txt` if `tok`), atomically."
-    if not isinstance(model, (BertEncoder, BertForMLM)):
-        raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
-    sd = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    meta = {'format': 'bert-nb', 'class': type(model).__name__, 'config': model.config.to_dict()}
-    def write(tmp):
-        save_file(sd, tmp / 'model.safetensors', metadata={'format': 'pt'})
-        (tmp / 'config.json').write_text(json.dumps(meta, indent=2) + '\n')
-        if tok is not None: tok.save(tmp)
-    return _write_dir(dir, write)
-
-def load_bert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
-    "The model `save_bert` wrote, in eval mode; `cls=BertEncoder` loads an MLM checkpoint's encoder alone."
-    cls = BertForMLM if cls is None else cls
-    if cls not in (BertEncoder, BertForMLM):
-        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
-    dir = Path(dir)
-    if not dir.is_dir(): _recover(dir)  # a save cut between its two renames leaves the new model beside `dir`
-    if not dir.is_dir(): raise FileNotFoundError(f"no model directory at {dir}")
-    meta = _read_json(dir / 'config.json')
-    ours = isinstance(meta, dict) and meta.get('format') == 'bert-nb'
-    if not ours or meta.get('class') not in ('BertEncoder', 'BertForMLM'):
-        raise ValueError(f"{dir / 'config.json'} is not a bert-nb model config (a transformers directory? "
-                         "use from_hf_pretrained)")
-    try: config = BertConfig.from_dict(meta.get('config', {}))
-    except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: bad config: {e}") from None
-    sd = _read_safetensors(dir / 'model.safetensors')
-    if meta['class'] == 'BertForMLM' and cls is BertEncoder:
-        sd = {k.removeprefix('encoder.'): v for k, v in sd.items() if k.startswith('encoder.')}
-    elif meta['class'] == 'BertEncoder' and cls is BertForMLM:
-        raise ValueError(f"{dir} holds a BertEncoder, which has no MLM head; load it with cls=BertEncoder")
-    pre = 'encoder.' if cls is BertForMLM else ''
-    _check_weights(config, {k.removeprefix(pre): tuple(v.shape) for k, v in sd.items() if k.startswith(pre)},
-                   dir / 'model.safetensors')
-    model = cls(config)
-    want = model.state_dict()
-    missing, unexpected = [k for k in want if k not in sd], [k for k in sd if k not in want]
-    if missing or unexpected:
-        raise ValueError(f"{dir / 'model.safetensors'} does not match its config: missing {missing[:4]}, "
-                         f"unexpected {unexpected[:4]}")
-    bad = [f"{k} {tuple(sd[k].shape)} vs config {tuple(v.shape)}" for k, v in want.items()
-           if sd[k].shape != v.shape]
-    if bad: raise ValueError(f"{dir / 'model.safetensors'} does not match its config: {'; '.join(bad[:4])}")
-    model.load_state_dict(sd)
-    return model.eval()
+save_hf_bert = save_bert  # the name it had when bert-nb wrote another format

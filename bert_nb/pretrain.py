@@ -501,16 +501,18 @@ def _reach(model, tok, data, n: int = 24):
 
 # %% ../nbs/03_pretrain.ipynb #15bb7556
 def find_model(path: str | os.PathLike) -> Path:
-    "The model directory: `path` itself, or a run directory's `model/`."
+    "The model directory: `path` itself (bert-nb's or transformers'), or a run directory's `model/`."
     p = Path(path)
     for d in (p, p / 'model'):
-        if (d / 'config.json').is_file() and (d / 'model.safetensors').is_file(): return d
-    raise ValueError(f"{p} is not a bert-nb model or run directory (no config.json and model.safetensors)")
+        weights = (d / 'model.safetensors').is_file() or (d / 'pytorch_model.bin').is_file()
+        if (d / 'config.json').is_file() and weights: return d
+    raise ValueError(f"{p} is not a bert-nb model or run directory, nor a transformers one (no config.json "
+                     "with model.safetensors or pytorch_model.bin)")
 
 def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]:
     "The BertForMLM and its tokenizer from a model or run directory."
     d = find_model(path)
-    return load_bert(d), WordPieceTokenizer.from_vocab(d / 'vocab.txt')
+    return load_bert(d, cls=BertForMLM), WordPieceTokenizer.from_vocab(d)
 
 @torch.no_grad()
 def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_wordpiece.ipynb #9d80bf56
 from __future__ import annotations
-import os
+import json, os
 from pathlib import Path
 from fastcore.basics import patch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -56,16 +56,41 @@ class WordPieceTokenizer:
         return cls(_pipeline(vocab, lowercase))
 
     @classmethod
-    def from_vocab(cls, path: str | os.PathLike, lowercase: bool = True) -> WordPieceTokenizer:
-        "Load a BERT `vocab.txt` (one token a line, the line number is the id), or a directory holding one."
+    def from_vocab(cls, path: str | os.PathLike, lowercase: bool | None = None) -> WordPieceTokenizer:
+        """Load a BERT `vocab.txt` (one token a line, the line number is the id), or a model directory: its
+        `vocab.txt`, else its `tokenizer.json`; `lowercase` defaults to what its `tokenizer_config.json` says,
+        else True."""
         path = Path(path)
-        if path.is_dir(): path = path / 'vocab.txt'
+        if path.is_dir():
+            conf = path / 'tokenizer_config.json'
+            if lowercase is None and conf.is_file():
+                try: lowercase = bool(json.loads(conf.read_text(encoding='utf-8')).get('do_lower_case', True))
+                except (ValueError, AttributeError) as e:
+                    raise ValueError(f"{conf} is not a tokenizer config: {e}") from None
+            if not (path / 'vocab.txt').is_file() and (path / 'tokenizer.json').is_file():
+                return cls._from_tokenizer_json(path / 'tokenizer.json', lowercase)
+            path = path / 'vocab.txt'
+        lowercase = True if lowercase is None else lowercase
         if not path.is_file(): raise FileNotFoundError(f"no vocab file at {path}")
         try: lines = path.read_bytes().decode('utf-8').split('\n')
         except UnicodeDecodeError as e:
             raise ValueError(f"vocab {path} is not UTF-8 text ({e.reason})") from None
         if lines and lines[-1] == '': lines.pop()
         return cls.from_tokens([t.rstrip('\r') for t in lines], lowercase, source=f'vocab {path}')
+
+    @classmethod
+    def _from_tokenizer_json(cls, path: Path, lowercase: bool | None) -> WordPieceTokenizer:
+        "The WordPiece vocabulary (and lower-casing) of a transformers `tokenizer.json`."
+        try: spec = json.loads(path.read_text(encoding='utf-8'))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        model = spec.get('model') if isinstance(spec, dict) else None
+        wordpiece = isinstance(model, dict) and model.get('type') == 'WordPiece'
+        if not wordpiece or not isinstance(model.get('vocab'), dict):
+            raise ValueError(f"{path} holds no WordPiece vocabulary")
+        if lowercase is None: lowercase = bool((spec.get('normalizer') or {}).get('lowercase', True))
+        vocab = model['vocab']
+        return cls.from_tokens(sorted(vocab, key=vocab.get), lowercase, source=str(path))
 
     @classmethod
     def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:

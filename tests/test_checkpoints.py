@@ -1,5 +1,6 @@
 "Checkpoints: transformers is the oracle for Hugging Face weights; our own format must come back bit for bit."
 import json, os
+from pathlib import Path
 import pytest
 import torch
 import transformers
@@ -8,7 +9,7 @@ import bert_nb.bert as bert
 from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, hf_bert_encoder_sd, load_hf_bert, from_hf_pretrained,
                           save_hf_bert, save_bert, load_bert, mlm_batch)
 from bert_nb.rng import PCG32
-from bert_nb.wordpiece import WordPieceTokenizer
+from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
 
 transformers.logging.set_verbosity_error()
 
@@ -153,9 +154,13 @@ def test_save_hf_bert_loads_in_transformers(tmp_path):
 
 def test_load_encoder_alone_and_roundtrip(tmp_path, minilm_dir):
     m = random_ours(3)
-    tok = WordPieceTokenizer.from_vocab(minilm_dir)
+    tok = WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'w{i}' for i in range(32)])  # the model's 37 ids
     save_bert(m, tmp_path / 'm', tok=tok)
-    assert sorted(os.listdir(tmp_path / 'm')) == ['config.json', 'model.safetensors', 'vocab.txt']
+    assert sorted(os.listdir(tmp_path / 'm')) == ['config.json', 'model.safetensors', 'special_tokens_map.json',
+                                                  'tokenizer.json', 'tokenizer_config.json', 'vocab.txt']
+    assert WordPieceTokenizer.from_vocab(tmp_path / 'm').tokens() == tok.tokens()
+    with pytest.raises(ValueError, match="tok has 30522 tokens but the model's vocab is 37"):
+        save_bert(m, tmp_path / 'x', tok=WordPieceTokenizer.from_vocab(minilm_dir))
     back = load_bert(tmp_path / 'm')
     assert type(back) is BertForMLM and back.config == m.config and not back.training
     ids, types, mask, labels = batch(37); ids = ids % 37
@@ -165,13 +170,15 @@ def test_load_encoder_alone_and_roundtrip(tmp_path, minilm_dir):
     assert type(enc) is BertEncoder and torch.equal(enc(ids, types, mask), m.encoder(ids, types, mask))
     # the tie survives: the decoder is still the word table
     from safetensors import safe_open
-    with safe_open(tmp_path / 'm' / 'model.safetensors', 'pt') as f: assert sum('word_emb' in k for k in f.keys()) == 1
+    with safe_open(tmp_path / 'm' / 'model.safetensors', 'pt') as f:
+        assert sum('word_embeddings' in k or 'decoder.weight' in k for k in f.keys()) == 1
     before = back(ids, types, mask)[0].detach()
     with torch.no_grad(): back.encoder.word_emb.weight[20] += torch.randn(16)
     assert (back(ids, types, mask)[0][..., 20] - before[..., 20]).abs().min() > 1e-4
     save_bert(m.encoder, tmp_path / 'e')
     assert torch.equal(load_bert(tmp_path / 'e', cls=BertEncoder)(ids), m.encoder(ids))
-    with pytest.raises(ValueError, match='no MLM head'): load_bert(tmp_path / 'e')
+    with pytest.raises(ValueError, match='no MLM head'): load_bert(tmp_path / 'e', cls=BertForMLM)
+    assert type(load_bert(tmp_path / 'e')) is BertEncoder  # what the directory holds
 
 def test_save_replaces_an_earlier_model_whole(tmp_path):
     a, b = random_ours(4), random_ours(5, BertConfig(37, max_len=12, d_model=8, n_heads=2, n_layers=1, d_ff=8))
@@ -201,9 +208,9 @@ def test_save_keeps_the_other_files(tmp_path):
     d = tmp_path / 'd'; (d / 'head').mkdir(parents=True)
     (d / 'notes.txt').write_text('mine'); (d / 'head' / 'w.bin').write_bytes(b'123')
     a, b = random_ours(1), random_ours(2)
-    save_bert(a, d, tok=WordPieceTokenizer.train(['a b c'] * 5, 30))
+    save_bert(a, d, tok=WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'w{i}' for i in range(32)]))
     save_bert(b, d)  # no tokenizer this time: the earlier vocab.txt is the model's, and goes
-    assert sorted(os.listdir(d)) == ['config.json', 'head', 'model.safetensors', 'notes.txt']
+    assert sorted(os.listdir(d)) == ['config.json', 'head', 'model.safetensors', 'notes.txt']  # tokenizer files: gone
     assert (d / 'notes.txt').read_text() == 'mine' and (d / 'head' / 'w.bin').read_bytes() == b'123'
     assert torch.equal(load_bert(d).head.bias, b.head.bias)
     assert sorted(os.listdir(tmp_path)) == ['d']
@@ -235,8 +242,9 @@ def test_encoder_only_checkpoint_into_mlm():
     with pytest.raises(ValueError, match='cls.predictions'): load_hf_bert(model, hf.state_dict())
     assert torch.equal(model.head.dense.weight, head)
     assert not torch.equal(model.encoder.word_emb.weight, hf.embeddings.word_embeddings.weight)  # all or nothing: nothing copied
-    with pytest.warns(UserWarning, match='cls.predictions.transform.dense.weight'):
+    with pytest.warns(UserWarning, match=r'initialised 5 \(head.dense.weight'):
         load_hf_bert(model, hf.state_dict(), strict=False)
+    assert sorted(model.load_report.initialised) == sorted(bert.HF_HEAD_NAMES.values())
     assert torch.equal(model.head.dense.weight, head) and torch.equal(model.encoder.word_emb.weight, hf.embeddings.word_embeddings.weight)
 
 def test_config_errors(tmp_path):
@@ -262,12 +270,12 @@ def test_load_bert_errors(tmp_path):
     with pytest.raises(ValueError, match='model.safetensors'): load_bert(tmp_path / 'm')
     st.write_bytes(data)
     cfg = tmp_path / 'm' / 'config.json'; meta = json.loads(cfg.read_text())
-    cfg.write_text(json.dumps(meta | {'config': meta['config'] | {'d_ff': 99}}))
+    cfg.write_text(json.dumps(meta | {'intermediate_size': 99}))
     with pytest.raises(ValueError, match='ff_in.weight'): load_bert(tmp_path / 'm')
-    cfg.write_text(json.dumps(meta | {'config': meta['config'] | {'n_layers': 3}}))
+    cfg.write_text(json.dumps(meta | {'num_hidden_layers': 3}))
     with pytest.raises(ValueError, match='the weights have 2 layers, the config 3'): load_bert(tmp_path / 'm')
-    for huge in ({'n_layers': 10**9}, {'vocab': 10**12}, {'d_model': 2**20, 'n_heads': 1}):  # refused before any is built
-        cfg.write_text(json.dumps(meta | {'config': meta['config'] | huge}))
+    for huge in ({'num_hidden_layers': 10**9}, {'vocab_size': 10**12}, {'hidden_size': 2**20, 'num_attention_heads': 1}):
+        cfg.write_text(json.dumps(meta | huge))  # refused before a model that size is built
         with pytest.raises(ValueError, match='does not match its config'): load_bert(tmp_path / 'm')
     cfg.write_text('{not json')
     with pytest.raises(ValueError, match='config.json'): load_bert(tmp_path / 'm')
@@ -277,3 +285,51 @@ def test_load_bert_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match='model.safetensors'): load_bert(tmp_path / 'm')
     with pytest.raises(TypeError): load_bert(tmp_path / 'm', cls=torch.nn.Linear)
     with pytest.raises(TypeError): save_bert(torch.nn.Linear(2, 2), tmp_path / 'x')
+
+def test_older_directories_still_load(tmp_path):
+    "A directory bert-nb wrote in its own format, before it wrote transformers': it loads, bit for bit."
+    old = Path(__file__).parent / 'fixtures' / 'bert_nb_v1'
+    from safetensors.torch import load_file
+    m, want = load_bert(old), load_file(old / 'model.safetensors')
+    assert type(m) is BertForMLM and not m.training
+    assert all(torch.equal(p, want[n]) for n, p in m.state_dict().items()) and len(want) == len(m.state_dict())
+    tok = WordPieceTokenizer.from_vocab(old)
+    save_bert(m, tmp_path / 'new', tok)  # ... and saves in the one format
+    back = load_bert(tmp_path / 'new')
+    assert all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), back.state_dict().values()))
+
+def test_bert_nb_reads_transformers_directories(tmp_path, minilm_dir):
+    "What transformers' save_pretrained writes (model and tokenizer) loads into bert-nb, with a report."
+    from transformers import BertForSequenceClassification, BertTokenizerFast
+    ref = BertTokenizerFast(str(minilm_dir / 'vocab.txt'))
+    cfg = HFConfig(vocab_size=len(ref), hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
+                   max_position_embeddings=24)
+    torch.manual_seed(0)
+    hf = BertForMaskedLM(cfg).eval()
+    with torch.no_grad(): hf.cls.predictions.bias.normal_()
+    hf.save_pretrained(tmp_path / 'mlm'); ref.save_pretrained(tmp_path / 'mlm')
+    (tmp_path / 'mlm' / 'vocab.txt').unlink(missing_ok=True)  # the tokenizer from tokenizer.json alone
+    m, tok = load_bert(tmp_path / 'mlm'), WordPieceTokenizer.from_vocab(tmp_path / 'mlm')
+    text = 'The cat sat on the mat, Héllo!'
+    assert tok.encode(text) == ref(text)['input_ids']
+    ids = torch.tensor([tok.encode(text)])
+    assert type(m) is BertForMLM and m.load_report.dropped == [] and m.load_report.initialised == []
+    torch.testing.assert_close(m(ids)[0], hf(input_ids=ids).logits, rtol=1e-5, atol=1e-5)
+    sc = BertForSequenceClassification(cfg).eval()
+    sc.save_pretrained(tmp_path / 'sc')
+    with pytest.warns(UserWarning, match='dropped 4'): enc = load_bert(tmp_path / 'sc')
+    assert type(enc) is BertEncoder
+    assert sorted(enc.load_report.dropped) == ['classifier.bias', 'classifier.weight', 'pooler.dense.bias',
+                                               'pooler.dense.weight']
+    with torch.no_grad(): want = sc.bert(input_ids=ids).last_hidden_state
+    torch.testing.assert_close(enc(ids), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match='no MLM head'): load_bert(tmp_path / 'sc', cls=BertForMLM)
+
+def test_no_bert_nb_directory_that_transformers_cannot_use(tmp_path):
+    "Every kind of model save_bert writes loads into transformers with no missing or unexpected key."
+    from transformers import AutoModel, AutoModelForMaskedLM
+    for model, auto in ((random_ours(8), AutoModelForMaskedLM), (random_ours(9).encoder, AutoModel)):
+        save_bert(model, tmp_path / type(model).__name__)
+        back, info = auto.from_pretrained(tmp_path / type(model).__name__, output_loading_info=True)
+        assert (info['missing_keys'], info['unexpected_keys'], info['mismatched_keys']) == (set(), set(), set())
+        assert type(back).__name__ == ('BertForMaskedLM' if isinstance(model, BertForMLM) else 'BertModel')

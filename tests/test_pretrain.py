@@ -25,7 +25,8 @@ def run(corpus, tmp_path_factory) -> Path:
 
 def test_tiny_run_writes_everything(run):
     assert sorted(os.listdir(run)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
-    assert sorted(os.listdir(run / 'model')) == ['config.json', 'model.safetensors', 'vocab.txt']
+    assert sorted(os.listdir(run / 'model')) == ['config.json', 'model.safetensors', 'special_tokens_map.json',
+                                                 'tokenizer.json', 'tokenizer_config.json', 'vocab.txt']
     for png in ('loss', 'mask_rates', 'attention_reach'): assert (run / f'{png}.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     m = json.loads((run / 'metrics.json').read_text())
     assert m['steps'] == 30 and m['world_size'] == 1 and 0.95 * 30 * 8 * 32 < m['tokens'] <= 30 * 8 * 32  # the last packed row is partial
@@ -135,3 +136,27 @@ def test_the_warning_names_steps_and_what_to_do(corpus, run, tmp_path):
                         '--out', str(tmp_path / 'o')] + TINY, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert 'the run did not learn' in r.stderr and 'after 4 steps' in r.stderr and '--steps' in r.stderr
+
+def test_transformers_reads_the_run_model(run, capsys):
+    "The model directory a run writes opens in transformers and its fill-mask pipeline, with bert-nb's answers."
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM, pipeline
+    from bert_nb.pretrain import load_model, fill
+    d = run / 'model'
+    for cls in (AutoModelForMaskedLM, BertForMaskedLM):
+        m, info = cls.from_pretrained(d, output_loading_info=True)
+        assert (info['missing_keys'], info['unexpected_keys']) == (set(), set())
+    ours, tok = load_model(d)
+    hf_tok = AutoTokenizer.from_pretrained(d)
+    text = 'and god said , let there be [MASK] .'
+    assert hf_tok(text)['input_ids'] == tok.encode(text) and hf_tok.model_max_length == ours.config.max_len
+    ids = torch.tensor([tok.encode(text)])
+    torch.testing.assert_close(m.eval()(input_ids=ids).logits, ours(ids)[0], rtol=1e-5, atol=1e-5)
+    fm = pipeline('fill-mask', model=str(d))
+    specials = set(tok.tokens()[:5])
+    long = text + ' and the earth was without form , and void .' * 8   # longer than the model's 32 positions
+    for t, kw in ((text, {}), (long, {'tokenizer_kwargs': {'truncation': True}})):  # the pipeline truncates
+        theirs = [(r['token'], r['score']) for r in fm(t, top_k=10, **kw) if r['token_str'] not in specials][:5]
+        mine = [(tok.token_to_id(w), p) for w, p in fill(ours, tok, t, top_k=5)[0]]
+        assert [i for i, _ in theirs] == [i for i, _ in mine]
+        assert np.allclose([p for _, p in theirs], [p for _, p in mine], atol=1e-5)
+    assert main(['fill', str(d), text, '--top-k', '3']) == 0 and capsys.readouterr().out.startswith('[MASK] 1:')
