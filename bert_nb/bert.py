@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_bert.ipynb #275bd248
 from __future__ import annotations
-import ctypes, json, math, numbers, os, re, shutil, tempfile, warnings
+import bisect, ctypes, hashlib, json, math, numbers, os, re, shutil, tempfile, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 import numpy as np
@@ -19,23 +19,29 @@ from .wordpiece import SPECIALS, WordPieceTokenizer
 # %% auto #0
 __all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws', 'shown_grid',
            'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts',
-           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'BertConfig', 'BertAttention',
-           'BertLayer', 'plot_attention_maps', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'BertForMLM',
-           'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach', 'hf_encoder_names',
-           'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'layer_outputs', 'plot_layer_diffs', 'load_bert',
-           'save_bert']
+           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
+           'plot_word_masking', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'BertConfig',
+           'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead',
+           'BertForMLM', 'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach',
+           'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'layer_outputs', 'plot_layer_diffs',
+           'load_bert', 'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
-ACTIONS = (0.8, 0.1, 0.1)  # show [MASK], a random id, the token itself
+ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
 
-def _mask_loop(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng):
-    "The op order, one position at a time: the definition of the masking."
+def _mask_loop(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng, shares=ACTIONS,
+               starts: np.ndarray | None = None):
+    "The op order, one position at a time: the definition of the masking (`starts`: where words begin)."
     inputs, labels = ids.copy(), np.full_like(ids, -100)
     shown, label = inputs.reshape(-1), labels.reshape(-1)  # views: C order
+    first = [True] * ids.size if starts is None else starts.reshape(-1).tolist()
+    picked = False
     for i, (tok, skip) in enumerate(zip(ids.reshape(-1).tolist(), special.reshape(-1).tolist())):
-        if skip or rng.uniform() >= p: continue
+        if skip: continue
+        if first[i]: picked = rng.uniform() < p  # one pick draw per word, at its first position
+        if not picked: continue
         label[i] = tok
-        a = sample_categorical(ACTIONS, rng.uniform())
+        a = sample_categorical(shares, rng.uniform())
         if a == 0: shown[i] = mask_id
         elif a == 1: shown[i] = rng.below(vocab)
     return inputs, labels
@@ -61,8 +67,6 @@ def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str],
     return fig
 
 # %% ../nbs/02_bert.ipynb #570bcdfa
-_CUTS = (ACTIONS[0], ACTIONS[0] + ACTIONS[1])  # sample_categorical's running sums, in its order
-
 def _chain(succ: np.ndarray) -> np.ndarray:
     "The path 0, succ[0], succ[succ[0]], ... up to the sentinel len(succ), by pointer doubling."
     n = len(succ)
@@ -73,7 +77,7 @@ def _chain(succ: np.ndarray) -> np.ndarray:
     return path[path < n]
 
 def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32,
-              n: int | None = None):
+              shares=ACTIONS, n: int | None = None):
     "The op order on a block of the PCG32 stream, in NumPy (n draws first; default: expected count + margin)."
     inputs, labels = ids.copy(), np.full_like(ids, -100)
     pos = np.flatnonzero(~special.reshape(-1))  # the positions that draw, in C order
@@ -81,13 +85,14 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
     if m == 0: return inputs, labels
     threshold = ((1 << 32) - vocab) % vocab    # below(vocab) rejects outputs under this
     cut = math.ceil(p * 4294967296.0)          # u_s < p  <=>  r_s < cut, exactly (u_s = r_s / 2**32)
-    if n is None: n = int(m * (1 + p * (1 + ACTIONS[1] / (1 - threshold / 2**32))) + 8 * math.sqrt(m) + 16)
+    if n is None: n = int(m * (1 + p * (1 + shares[1] / (1 - threshold / 2**32))) + 8 * math.sqrt(m) + 16)
+    cuts = (shares[0], shares[0] + shares[1])  # sample_categorical's running sums, in its order
     start = rng.copy()
     while True:
         r = rng.u32s(n + 2)                    # two spare draws: a candidate at n - 1 may look ahead
         cand = np.flatnonzero(r[:n] < cut)     # the draws that pick, if a position starts there
         u2 = r[cand + 1] / 4294967296.0
-        act = (u2 >= _CUTS[0]).astype(np.int64) + (u2 >= _CUTS[1])
+        act = (u2 >= cuts[0]).astype(np.int64) + (u2 >= cuts[1])
         rnd = act == 1
         # outputs below() accepts; a sentinel past the block
         ok = np.append(np.flatnonzero(r >= threshold), 4 * n)
@@ -177,17 +182,42 @@ def _check_special(special_mask, shape) -> np.ndarray:
     return s
 
 # %% ../nbs/02_bert.ipynb #7063dd2a
-def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng):
-    "BERT's MLM masking in the fixed op order: returns `(inputs, labels)`, labels -100 where not picked."
+def _check_shares(shares) -> tuple[float, float, float]:
+    try: s = tuple(float(x) for x in shares)
+    except (TypeError, ValueError): raise TypeError(f"shares must be 3 numbers, got {shares!r}") from None
+    if len(s) != 3 or not all(0 <= x <= 1 for x in s) or abs(math.fsum(s) - 1) > 1e-6:
+        raise ValueError(f"shares must be 3 numbers in [0, 1] summing to 1 ([MASK], random, kept), "
+                         f"got {shares!r}")
+    return s
+
+def _word_starts(word_ids, special: np.ndarray) -> np.ndarray:
+    "Where words begin: a non-special position that opens its row, follows a special or changes the word id."
+    w = _to_numpy(word_ids)
+    if w.shape != special.shape:
+        raise ValueError(f"word_ids must have the shape of ids {special.shape}, got {w.shape}")
+    if w.dtype.kind not in 'iu': raise ValueError(f"word_ids must be integers, got dtype {w.dtype}")
+    new = np.ones(special.shape, bool)
+    new[..., 1:] = special[..., :-1] | (w[..., 1:] != w[..., :-1])
+    return new & ~special
+
+def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng, *, shares=ACTIONS, word_ids=None):
+    """BERT's MLM masking in the fixed op order: returns `(inputs, labels)`, labels -100 where not picked.
+    `shares`: what a picked position shows ([MASK], a random id, itself); `word_ids`: mask whole words."""
     vocab = _check_int('vocab', vocab, 1, 2**32 + 1)  # below(vocab) draws from 32-bit outputs
     mask_id = _check_int('mask_id', mask_id, 0, vocab)
     p = _check_p(p)
     for m in ('uniform', 'below'):
         if not callable(getattr(rng, m, None)):
             raise TypeError(f"rng must have a {m}() method, got {type(rng).__name__}")
+    shares = _check_shares(shares)
     a = _check_ids(ids, vocab)
     special = _check_special(special_mask, a.shape)
-    inputs, labels = (_mask_pcg if type(rng) is PCG32 else _mask_loop)(a, special, mask_id, vocab, p, rng)
+    if word_ids is None:
+        inputs, labels = (_mask_pcg if type(rng) is PCG32 else _mask_loop)(a, special, mask_id, vocab, p, rng,
+                                                                           shares)
+    else:
+        fn = _mask_pcg_words if type(rng) is PCG32 else _mask_loop
+        inputs, labels = fn(a, special, mask_id, vocab, p, rng, shares, _word_starts(word_ids, special))
     if isinstance(ids, torch.Tensor):
         return torch.from_numpy(inputs).to(ids.device), torch.from_numpy(labels).to(ids.device)
     return inputs, labels
@@ -265,21 +295,24 @@ def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
     counts = [is_mask.sum(), (~is_mask & (shown != orig)).sum(), (~is_mask & (shown == orig)).sum()]
     return np.array(counts), picked
 
-def mask_stats(ids, special_mask, mask_id: int, vocab: int, p: float, rng, n_batches: int = 200) -> dict:
+def mask_stats(ids, special_mask, mask_id: int, vocab: int, p: float, rng, n_batches: int = 200,
+               shares=ACTIONS) -> dict:
     "Mask the same ids `n_batches` times from one stream: picks per batch, outcomes, picks per position."
     ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
     picked_share, outcome, per_pos = [], np.zeros(3, np.int64), np.zeros(ids.shape, np.int64)
     for _ in range(n_batches):
-        counts, picked = mask_counts(ids, *mlm_mask(ids, special, mask_id, vocab, p, rng), mask_id)
+        inputs, labels = mlm_mask(ids, special, mask_id, vocab, p, rng, shares=shares)
+        counts, picked = mask_counts(ids, inputs, labels, mask_id)
         outcome += counts; per_pos += picked
         picked_share.append(picked.sum() / max((~special).sum(), 1))
     return dict(p=p, vocab=vocab, eligible=int((~special).sum()), special=special,
-                picked_share=np.array(picked_share), outcome=outcome, expected=mask_shares(vocab),
+                picked_share=np.array(picked_share), outcome=outcome, expected=mask_shares(vocab, shares),
                 pick_rate=per_pos / n_batches)
 
-def mask_shares(vocab: int) -> np.ndarray:
-    "The exact shares of ([MASK], another token, itself) shown at a picked position."
-    return np.array([0.8 + 0.1 / vocab, 0.1 * (vocab - 2) / vocab, 0.1 + 0.1 / vocab])
+def mask_shares(vocab: int, shares=ACTIONS) -> np.ndarray:
+    "The exact shares of ([MASK], another token, itself) a picked position shows (a random id may be either)."
+    m, r, k = _check_shares(shares)
+    return np.array([m + r / vocab, r * (vocab - 2) / vocab, k + r / vocab])
 
 def share_z(stats: dict) -> np.ndarray:
     "Each outcome's observed share minus its exact share, in binomial standard deviations."
@@ -288,8 +321,10 @@ def share_z(stats: dict) -> np.ndarray:
 
 def mask_chi2(stats: dict) -> float:
     "Pearson's chi-square of the three outcome counts against their exact shares (2 degrees of freedom)."
-    n = stats['outcome'].sum()
-    return float((((stats['outcome'] - n * stats['expected']) ** 2) / (n * stats['expected'])).sum())
+    n, obs, exp = stats['outcome'].sum(), stats['outcome'], stats['expected']
+    if (obs[exp == 0] > 0).any(): return math.inf  # an outcome the shares rule out
+    k = exp > 0
+    return float((((obs[k] - n * exp[k]) ** 2) / (n * exp[k])).sum())
 
 # %% ../nbs/02_bert.ipynb #cac37819
 def plot_mask_rates(stats: dict):
@@ -321,6 +356,176 @@ def plot_mask_rates(stats: dict):
     ax[2].legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/02_bert.ipynb #1553b0c0
+def _mask_pcg_words(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32,
+                    shares=ACTIONS, starts: np.ndarray | None = None, n: int | None = None):
+    "Whole words on a block of the PCG32 stream: draws in NumPy, then a step per picked word and position."
+    inputs, labels = ids.copy(), np.full_like(ids, -100)
+    pos = np.flatnonzero(~special.reshape(-1))
+    if not len(pos): return inputs, labels
+    first = np.flatnonzero(starts.reshape(-1)[pos])
+    bounds, pos = np.append(first, len(pos)).tolist(), pos.tolist()  # word w: pos[bounds[w]:bounds[w + 1]]
+    words, threshold, cut = len(bounds) - 1, ((1 << 32) - vocab) % vocab, math.ceil(p * 4294967296.0)
+    cuts = (shares[0], shares[0] + shares[1])
+    if n is None: n = int(words + 2.5 * p * len(pos) + 8 * math.sqrt(len(pos)) + 64)
+    start = rng.copy()
+    while True:
+        r = rng.u32s(n)
+        u = r / 4294967296.0
+        cand = np.flatnonzero(r < cut).tolist()          # the draws that pick the word they are drawn for
+        act = ((u >= cuts[0]).astype(np.int8) + (u >= cuts[1])).tolist()
+        ok = np.flatnonzero(r >= threshold).tolist()     # the outputs below() accepts
+        s, w, c, out, short = 0, 0, 0, [], False          # s: the draw of word w's pick; c: into cand
+        while w < words:
+            c = bisect.bisect_left(cand, s, c)
+            gap = (cand[c] if c < len(cand) else n) - s   # words not picked before the next pick: a draw each
+            if w + gap >= words: s, w = s + words - w, words; break
+            if c == len(cand): short = True; break
+            s, w, t = s + gap, w + gap, cand[c] + 1
+            for j in range(bounds[w], bounds[w + 1]):     # word w is picked: each position draws its action
+                if t >= n: short = True; break
+                if act[t] == 1:                           # random: below() ends at the first accepted output
+                    k = bisect.bisect_left(ok, t + 1)
+                    if k == len(ok): short = True; break
+                    out.append((pos[j], 1, ok[k])); t = ok[k] + 1
+                else: out.append((pos[j], act[t], -1)); t += 1
+            if short: break
+            s, w = t, w + 1
+        if not short: break
+        n *= 2                                            # the block ran short: take a longer one
+        rng.state = start.state
+    rng.state = start.state
+    rng.advance(s)                                        # leave the generator where the op order leaves it
+    shown, label, flat = inputs.reshape(-1), labels.reshape(-1), ids.reshape(-1)
+    for at, a, k in out:
+        label[at] = flat[at]
+        if a == 0: shown[at] = mask_id
+        elif a == 1: shown[at] = int(r[k]) % vocab
+    return inputs, labels
+
+
+# %% ../nbs/02_bert.ipynb #73638038
+def word_mask_stats(ids, special_mask, word_ids, mask_id: int, vocab: int, p: float, rng, shares=ACTIONS,
+                    n_batches: int = 200) -> dict:
+    "Whole-word masking `n_batches` times: the share of words picked and the outcome counts of picked tokens."
+    ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
+    starts = _word_starts(word_ids, special)
+    outcome, picked_words = np.zeros(3, np.int64), 0
+    for _ in range(n_batches):
+        inputs, labels = mlm_mask(ids, special, mask_id, vocab, p, rng, shares=shares, word_ids=word_ids)
+        counts, picked = mask_counts(ids, inputs, labels, mask_id)
+        outcome += counts; picked_words += (picked & starts).sum()
+    return dict(p=p, words=int(starts.sum()) * n_batches, picked_words=int(picked_words), outcome=outcome,
+                expected=mask_shares(vocab, shares), shares=shares)
+
+def plot_word_masking(runs: list[dict]):
+    "Per setting: the picked share of words and the shown shares of picked tokens, as z-scores in a ±4 band."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    for i, s in enumerate(runs):
+        zw = (s['picked_words'] / s['words'] - s['p']) / math.sqrt(s['p'] * (1 - s['p']) / s['words'])
+        z = np.nan_to_num(share_z(s))  # a share that is exactly 0 has no spread: it must be observed as 0
+        ax.bar(i * 5 + np.arange(4), [zw, *z], color=['C7', 'C0', 'C1', 'C2'])
+    ax.axhspan(-4, 4, color='k', alpha=.1); ax.axhline(0, color='k', lw=1)
+    ax.set_xticks([i * 5 + 1.5 for i in range(len(runs))], [f"shares {s['shares']}" for s in runs])
+    ax.set(title='whole-word masking: words picked (grey), shown [MASK] / other / itself', ylabel='z-score',
+           ylim=(-6, 6))
+    return fig
+
+# %% ../nbs/02_bert.ipynb #28ac195f
+def batch_stream(keys: list[str]) -> int:
+    "A batch's PCG32 stream: the first 8 bytes (little-endian) of SHA-256 of its keys joined by '|'."
+    return int.from_bytes(hashlib.sha256('|'.join(keys).encode()).digest()[:8], 'little')
+
+class MLMCollator:
+    """Training batches from texts, `(text_a, text_b)` pairs or tokenised features (`input_ids`, optionally
+    `token_type_ids` and `word_ids`): padded, masked in the op order, torch tensors under transformers' keys.
+    A batch masks from `PCG32(seed, batch_stream(keys))`, one key per example: its `key` field (`mlm_loader`
+    sets it from the epoch and the index), else its token ids. A batch's masks depend on the seed and on what
+    the batch holds, nothing else: not on the worker, the number of workers or the batches before it."""
+    def __init__(self, tok: WordPieceTokenizer, p: float = 0.15, *, seed: int = 0, max_len: int = 512,
+                 shares=ACTIONS, whole_word: bool = False, pad_to_multiple_of: int | None = None):
+        self.tok, self.p, self.max_len = tok, _check_p(p), _check_int('max_len', max_len, 2)
+        self.seed, self.shares = _check_int('seed', seed, 0, 2**64), _check_shares(shares)
+        self.whole_word = whole_word
+        self.multiple = _check_int('pad_to_multiple_of', pad_to_multiple_of or 1, 1)
+        self.specials = np.array(special_ids(tok))
+        self.piece = np.array([t.startswith('##') for t in tok.tokens()])  # continues the word before it
+
+    def _features(self, examples) -> list[dict]:
+        "Each example as a dict with `input_ids` (texts tokenised here, in one Rust batch)."
+        if all(isinstance(e, dict) and 'input_ids' in e for e in examples): return [dict(e) for e in examples]
+        texts = [e.get('text') if isinstance(e, dict) else e for e in examples]
+        texts = [tuple(t) if isinstance(t, list) else t for t in texts]
+        encs = self.tok.encode_batch(texts, max_len=self.max_len)
+        return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}
+                for e, x in zip(examples, encs)]
+
+    def __call__(self, examples) -> dict[str, torch.Tensor]:
+        if not len(examples): raise ValueError("a batch needs at least one example")
+        feats = self._features(examples)
+        lens = [len(f['input_ids']) for f in feats]
+        if max(lens) > self.max_len:
+            raise ValueError(f"an example has {max(lens)} tokens, more than max_len={self.max_len}")
+        T = -(-max(lens) // self.multiple) * self.multiple
+        ids = np.full((len(feats), T), self.tok.pad_id, np.int64)
+        types, words = np.zeros_like(ids), np.full_like(ids, -1)
+        for r, f in enumerate(feats):
+            ids[r, :lens[r]] = f['input_ids']
+            if f.get('token_type_ids') is not None: types[r, :lens[r]] = f['token_type_ids']
+            if f.get('word_ids') is not None:
+                words[r, :lens[r]] = [-1 if w is None else w for w in f['word_ids']]
+        special = np.isin(ids, self.specials)
+        if self.whole_word and all(f.get('word_ids') is None for f in feats):
+            words = np.cumsum(~self.piece[ids] | special, axis=1)  # a word starts at every token without ##
+        keys = [str(f['key']) if 'key' in f else ','.join(map(str, f['input_ids'])) for f in feats]
+        inputs, labels = mlm_mask(ids, special, self.tok.mask_id, len(self.tok), self.p,
+                                  PCG32(self.seed, batch_stream(keys)), shares=self.shares,
+                                  word_ids=words if self.whole_word else None)
+        attn = (np.arange(T) < np.array(lens)[:, None]).astype(np.int64)
+        out = dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
+        return {k: torch.from_numpy(v) for k, v in out.items()}
+
+
+# %% ../nbs/02_bert.ipynb #3f259a74
+class _Keyed(torch.utils.data.Dataset):
+    "Examples under their keys: item (epoch, i) is example i with the key 'epoch.i'."
+    def __init__(self, data): self.data = data
+    def __len__(self) -> int: return len(self.data)
+    def __getitem__(self, at):
+        e, i = at
+        x = self.data[i]
+        return {**x, 'key': f'{e}.{i}'} if isinstance(x, dict) else {'text': x, 'key': f'{e}.{i}'}
+
+class _Epochs(torch.utils.data.Sampler):
+    "(epoch, index) pairs, a new epoch each pass; shuffled: sorted by PCG32(seed, 2**62 + epoch) draws."
+    def __init__(self, n: int, shuffle: bool, seed: int):
+        self.n, self.shuffle, self.seed, self.epoch = n, shuffle, seed, 0
+    def __len__(self) -> int: return self.n
+    def __iter__(self):
+        e, self.epoch = self.epoch, self.epoch + 1
+        order = range(self.n)
+        if self.shuffle: order = np.argsort(PCG32(self.seed, 2**62 + e).u32s(self.n), kind='stable')
+        return iter([(e, int(i)) for i in order])
+
+def mlm_loader(data, collator: MLMCollator, batch_size: int, *, shuffle: bool = True, seed: int = 0,
+               **kw) -> torch.utils.data.DataLoader:
+    "A DataLoader of `data` whose batches mask afresh each epoch, the same for any number of workers."
+    sampler = _Epochs(len(data), shuffle, seed)
+    return torch.utils.data.DataLoader(_Keyed(data), batch_size, sampler=sampler, collate_fn=collator, **kw)
+
+class ForTrainer(nn.Module):
+    "A BertForMLM as transformers' Trainer calls it: the collator's keys in, a dict with the loss out."
+    def __init__(self, model: BertForMLM):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> dict:
+        if labels is None: return {'logits': self.model(input_ids, token_type_ids, attention_mask)[0]}
+        return {'loss': self.model.loss(input_ids, token_type_ids, attention_mask, labels)}
+
 
 # %% ../nbs/02_bert.ipynb #e30e8bb6
 @dataclass

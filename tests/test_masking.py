@@ -219,10 +219,10 @@ class Plain:
     def uniform(self): return self.g.uniform()
     def below(self, n): return self.g.below(n)
 
-def fast_vs_loop(ids, special, mask_id, V, p, seed, stream=0):
+def fast_vs_loop(ids, special, mask_id, V, p, seed, stream=0, **kw):
     fast, slow = PCG32(seed, stream), PCG32(seed, stream)
-    a = mlm_mask(ids, special, mask_id, V, p, fast)
-    b = mlm_mask(ids, special, mask_id, V, p, Plain(slow))
+    a = mlm_mask(ids, special, mask_id, V, p, fast, **kw)
+    b = mlm_mask(ids, special, mask_id, V, p, Plain(slow), **kw)
     np.testing.assert_array_equal(a[0], b[0]); np.testing.assert_array_equal(a[1], b[1])
     assert fast == slow  # the same generator state afterwards
     assert fast.next_u32() == slow.next_u32()
@@ -240,17 +240,11 @@ def test_fast_path_equals_loop(shape, V, p, special_rate, seed, np_seed):
 @settings(max_examples=40, deadline=None)
 @given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 2**64 - 1))
 def test_fast_path_follows_the_action_shares(x, y, seed):
-    # the fast path reads the shares from ACTIONS too: any split of a picked position's draw must agree with the loop
-    import bert_nb.bert as bert
+    # any split of a picked position's draw (zero shares included) must agree with the loop
     lo, hi = sorted((x, y))
     shares = (lo, hi - lo, 1 - hi)
-    saved = bert.ACTIONS, bert._CUTS
-    try:
-        bert.ACTIONS, bert._CUTS = shares, (shares[0], shares[0] + shares[1])
-        ids, special = bert_like(3, 50, 1000, np.random.default_rng(seed % 2**32))
-        fast_vs_loop(ids, special, 4, 1000, 0.5, seed)
-    finally:
-        bert.ACTIONS, bert._CUTS = saved
+    ids, special = bert_like(3, 50, 1000, np.random.default_rng(seed % 2**32))
+    fast_vs_loop(ids, special, 4, 1000, 0.5, seed, shares=shares)
 
 def test_fast_path_long_rejection_runs():
     # V = 2**31 + 1: below() rejects almost half of all outputs, so blocks often run short and are retried
@@ -303,16 +297,11 @@ def test_fast_path_boundary_u_equal_p():
 
 def test_fast_path_boundary_action_cut():
     # the first cut set to exactly the second output: u == cut belongs to the next action
-    import bert_nb.bert as bert
-    saved = bert.ACTIONS, bert._CUTS
-    try:
-        for seed in range(5):
-            g = PCG32(seed); g.next_u32(); c = g.next_u32() / 2**32
-            bert.ACTIONS = (c, (1 - c) / 2, 1 - c - (1 - c) / 2); bert._CUTS = (c, c + bert.ACTIONS[1])
-            ids, special = bert_like(2, 40, 500, np.random.default_rng(seed)); special[:, :] = False
-            fast_vs_loop(ids, special, 4, 500, 1.0, seed)
-    finally:
-        bert.ACTIONS, bert._CUTS = saved
+    for seed in range(5):
+        g = PCG32(seed); g.next_u32(); c = g.next_u32() / 2**32
+        shares = (c, (1 - c) / 2, 1 - c - (1 - c) / 2)
+        ids, special = bert_like(2, 40, 500, np.random.default_rng(seed)); special[:, :] = False
+        fast_vs_loop(ids, special, 4, 500, 1.0, seed, shares=shares)
 
 @pytest.mark.parametrize('n', [1, 2, 7, 100])
 def test_fast_path_retries_a_short_block(n):
