@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check bench bench-demo readme sync mutants
+.PHONY: demo test docs docs-check bench bench-demo readme sync mutants golden
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -60,3 +60,7 @@ bench-demo: .venv/.installed
 # run against it, a table of who killed it; exits non-zero when a fault survives.
 mutants: .venv/.installed
 	$(PY) tools/mutants.py
+
+# The golden vectors every port replays (bert_nb/golden/golden.json): rewritten from the code; fails if they changed.
+golden: .venv/.installed
+	$(PY) tools/golden.py

@@ -1,5 +1,5 @@
 "Other shares, whole-word masking and the collator, against an op-order replay written from the chapter's definition."
-import math
+import hashlib, math
 import numpy as np
 import pytest
 import torch
@@ -113,12 +113,14 @@ def test_collator_batches(tok):
     b = col(feats)
     assert set(b) == {'input_ids', 'token_type_ids', 'attention_mask', 'labels'} and b['labels'].dtype == torch.int64
     keys = [','.join(map(str, f['input_ids'])) for f in feats]
+    stream = int.from_bytes(hashlib.sha256('|'.join(keys).encode()).digest()[:8], 'little')  # as the chapter says
+    assert batch_stream(keys) == stream
     ids = torch.full((4, b['input_ids'].shape[1]), tok.pad_id)
     for r, f in enumerate(feats): ids[r, :len(f['input_ids'])] = torch.tensor(f['input_ids'])
     pieces = np.array([t.startswith('##') for t in tok.tokens()])
     special = np.isin(ids.numpy(), [0, 100, 101, 102, 103])
     words = np.cumsum(~pieces[ids.numpy()] | special, axis=1)
-    want = replay_words(ids.numpy(), special, words, tok.mask_id, len(tok), 0.4, RefPCG(3, batch_stream(keys)))
+    want = replay_words(ids.numpy(), special, words, tok.mask_id, len(tok), 0.4, RefPCG(3, stream))
     np.testing.assert_array_equal(b['input_ids'].numpy(), want[0]); np.testing.assert_array_equal(b['labels'].numpy(), want[1])
     assert torch.equal(b['attention_mask'].sum(1), torch.tensor([len(f['input_ids']) for f in feats]))
     with pytest.raises(ValueError, match='at least one example'): col([])

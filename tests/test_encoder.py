@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from bert_nb.bert import BertConfig, BertLayer, BertEncoder, BertForMLM
+from bert_nb.bert import BertAttention, BertConfig, BertLayer, BertEncoder, BertForMLM
 from bert_nb.rng import PCG32
 from pcg_ref import RefPCG
 
@@ -237,3 +237,16 @@ def test_input_errors(call, msg):
 def test_config_type_error():
     with pytest.raises(TypeError, match='BertConfig'): BertEncoder({'vocab': 10})
     with pytest.raises(TypeError, match='BertConfig'): BertForMLM(10)
+
+def test_attention_probabilities_are_the_softmax_sdpa_computes():
+    "BertAttention.probs writes out softmax(q k^T / sqrt(head size) + bias): rows of 1, padded keys 0, SDPA's output."
+    torch.manual_seed(1)
+    att = BertAttention(BertConfig(50, d_model=16, n_heads=4, d_ff=32)).double().eval()
+    h = torch.randn(2, 5, 16, dtype=torch.float64); real = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    bias = torch.zeros(2, 1, 1, 5, dtype=torch.float64).masked_fill(real[:, None, None, :] == 0, torch.finfo(torch.float64).min)
+    w = att.probs(h, bias)
+    q, k, v = (lin(h).view(2, 5, 4, 4).transpose(1, 2) for lin in (att.q, att.k, att.v))
+    want = torch.softmax(q @ k.transpose(-1, -2) / 2.0 + bias, -1)        # head size 4: sqrt 2
+    torch.testing.assert_close(w, want, rtol=0, atol=1e-12)
+    assert (w[1, :, :, 3:] == 0).all()
+    torch.testing.assert_close(att.o((w @ v).transpose(1, 2).reshape(2, 5, 16)), att(h, bias), rtol=0, atol=1e-12)

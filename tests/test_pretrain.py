@@ -85,6 +85,8 @@ def test_two_processes_torchrun(corpus, tmp_path):
     assert m['weight_digests'][0] == m['weight_digests'][1]          # both ranks hold identical weights
     saved = hashlib.sha256((out / 'vocab.txt').read_text().rstrip('\n').encode()).hexdigest()
     assert m['vocab_digests'] == [saved, saved]                        # ... and rank 0's vocabulary, not their own
+    ranks = torch.load(out / 'resume.pt', weights_only=True)['ranks']
+    assert [r['mask_rng'][1] for r in ranks] == [1, 3]                  # rank r masks from stream r (inc 2r + 1)
     assert m['tokens'] == 4 * 8 * 32 * 2                              # each rank trained on its own batch
     assert sorted(os.listdir(out)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
     assert r.stdout.count('wrote ') == 1                               # rank 0 alone reports and writes

@@ -302,3 +302,13 @@ def test_a_frozen_rank_brings_the_run_down(corpus, tmp_path):
         for q in (pid, p.pid):
             try: os.kill(q, signal.SIGKILL)
             except ProcessLookupError: pass
+
+def test_a_swap_cut_between_its_two_renames_is_finished(tmp_path):
+    "Without RENAME_EXCHANGE a save renames twice; killed between, the complete new model is renamed into place."
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(3))
+    save_bert(m, tmp_path / 'staging')
+    dead = int(subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True,
+                              text=True).stdout)
+    (tmp_path / 'staging').rename(tmp_path / f'.m.new-{dead}-abc')   # the new model, complete, not yet in place
+    assert torch.equal(load_bert(tmp_path / 'm').head.bias, m.head.bias)
+    assert sorted(os.listdir(tmp_path)) == ['m']

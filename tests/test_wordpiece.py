@@ -80,3 +80,11 @@ def test_type_errors(both):
     with pytest.raises(TypeError, match='pair must be a str'): tok.encode('a', 5)
     with pytest.raises(TypeError): WordPieceTokenizer.train(['a'], vocab_size='8')
     with pytest.raises(ValueError, match='vocab_size'): WordPieceTokenizer.train(['a'], vocab_size=3)
+
+def test_a_duplicated_or_binary_vocab_is_refused(tmp_path):
+    small = WordPieceTokenizer.train(['a b c d'] * 5, 30)
+    (tmp_path / 'dup.txt').write_text('\n'.join(small.tokens() + [small.tokens()[7]]) + '\n')
+    with pytest.raises(ValueError, match=r"dup.txt has 1 duplicated token\(s\)"): WordPieceTokenizer.from_vocab(tmp_path / 'dup.txt')
+    with pytest.raises(ValueError, match=r'duplicated'): WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a', 'a'])
+    (tmp_path / 'bin.txt').write_bytes(b'\xff\xfe\x00\x01' * 10)
+    with pytest.raises(ValueError, match='bin.txt is not UTF-8 text'): WordPieceTokenizer.from_vocab(tmp_path / 'bin.txt')

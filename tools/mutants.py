@@ -72,6 +72,102 @@ FAULTS = [
           'return F.linear(x, word_emb, self.bias)', 'return F.linear(x, word_emb.detach(), self.bias)', ENCODER),
 ]
 
+RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
+WORDPIECE = ['tests/test_wordpiece.py', 'tests/test_masking.py']
+MORE_MASKING = MASKING + ['tests/test_collator.py', 'tests/test_contracts.py', 'tests/test_golden.py']
+SAVES = ['tests/test_checkpoints.py', 'tests/test_reliability.py', '-k', 'checkpoint or save or symlink or stale or killed or swap']
+PRETRAIN = ['tests/test_contracts.py', 'tests/test_pretrain.py']
+
+# Beyond the seed's faults: the audit's (exact boundaries, the training command) and more of our own, in every module.
+FAULTS += [
+    Fault('r01', 'below() rejects the output equal to its threshold', 'rng.py', 'class PCG32',
+          'if r >= threshold: return r % n', 'if r > threshold: return r % n', RNG),
+    Fault('r02', 'below() accepts the output one under its threshold', 'rng.py', 'class PCG32',
+          'if r >= threshold: return r % n', 'if r >= threshold - (threshold > 0): return r % n', RNG),
+    Fault('r03', 'uniform() divides by 2**32 - 1', 'rng.py', 'class PCG32',
+          'return self.next_u32() / 4294967296.0', 'return self.next_u32() / 4294967295.0', RNG),
+    Fault('r04', 'seeding skips its second step', 'rng.py', 'class PCG32',
+          '        self.state = (self.state + seed) & MASK64\n        self._step()',
+          '        self.state = (self.state + seed) & MASK64', RNG),
+    Fault('r05', 'sample_categorical takes u == running sum as below it', 'rng.py', 'def sample_categorical(',
+          'if u < total: return i', 'if u <= total: return i', RNG),
+    Fault('r06', 'normal_init uses log(u) for log(1 - u)', 'rng.py', 'def normal_init(',
+          'np.log1p(-u[:, 0])', 'np.log(u[:, 0] + 1e-300)', RNG),
+    Fault('r07', 'u32s leaves the generator a draw short', 'rng.py', 'def u32s(',
+          '    self.advance(n)', '    self.advance(n - 1)', RNG),
+    Fault('r08', 'jump-ahead tables one step off', 'rng.py', 'def _tables(',
+          'return a[:n], c[:n]', 'return a[1:n + 1], c[1:n + 1]', RNG),
+    Fault('w01', 'never lower-cases (the option ignored)', 'wordpiece.py', 'def _pipeline(',
+          'strip_accents=None, lowercase=lowercase', 'strip_accents=None, lowercase=True', WORDPIECE),
+    Fault('w02', "a pair's second [SEP] in segment A", 'wordpiece.py', 'class WordPieceTokenizer',
+          "$B:1 [SEP]:1", "$B:1 [SEP]:0", WORDPIECE),
+    Fault('w03', 'truncation cuts the first text only', 'wordpiece.py', 'def encode_batch(',
+          "strategy='longest_first'", "strategy='only_first'", WORDPIECE),
+    Fault('w04', 'a duplicated token accepted', 'wordpiece.py', 'class WordPieceTokenizer',
+          '        if twice:', '        if twice and False:', WORDPIECE),
+    Fault('w05', 'words of up to 200 characters split into pieces', 'wordpiece.py', 'def _pipeline(',
+          'max_input_chars_per_word=100', 'max_input_chars_per_word=200', WORDPIECE),
+    Fault('b01', 'mlm_mask accepts an id equal to vocab', 'bert.py', 'def _check_ids(',
+          'bad = (a < 0) | (a >= vocab)', 'bad = (a < 0) | (a > vocab)', MORE_MASKING),
+    Fault('b02', 'the attention weights never drop out', 'bert.py', 'class BertAttention(',
+          'p = self.dropout if self.training else 0.0', 'p = 0.0', ['tests/test_contracts.py'] + ENCODER),
+    Fault('b03', "LayerNorm's default eps (1e-5) after attention", 'bert.py', 'class BertLayer(',
+          'self.attn_ln = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)', 'self.attn_ln = nn.LayerNorm(cfg.d_model)',
+          ENCODER),
+    Fault('b04', 'attention probabilities scaled by sqrt(d_model)', 'bert.py', 'class BertAttention(',
+          's = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])',
+          's = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1] * self.n_heads)', ENCODER),
+    Fault('b05', 'position embeddings shifted by one', 'bert.py', 'class BertEncoder(',
+          'self.pos_emb.weight[:ids.shape[1]]', 'self.pos_emb.weight[1:ids.shape[1] + 1]', ENCODER),
+    Fault('b06', 'the loss averaged over every position', 'bert.py', 'def _mlm_loss(',
+          "/ n.clamp(min=1)", "/ labels.numel()", ENCODER),
+    Fault('b07', 'query and key swapped in the checkpoint map', 'bert.py', '_LAYER = ',
+          "('attention.self.query', 'attn.q'), ('attention.self.key', 'attn.k')",
+          "('attention.self.query', 'attn.k'), ('attention.self.key', 'attn.q')", ENCODER),
+    Fault('b08', 'saved untied (transformers makes a decoder of its own)', 'bert.py', 'def save_bert(',
+          "'tie_word_embeddings': True", "'tie_word_embeddings': False", ENCODER),
+    Fault('b09', 'a save drops the other files', 'bert.py', 'def _write_dir(',
+          "        for name in (set(os.listdir(dir))", "        for name in (set()", SAVES),
+    Fault('b10', 'a swap cut between its two renames is never finished', 'bert.py', 'def _recover(',
+          'if done and not dir.exists():', 'if False:', SAVES),
+    Fault('b11', 'mask_shares forgets that a random id can be the token itself', 'bert.py', 'def mask_shares(',
+          'k + r / vocab]', 'k]', MORE_MASKING),
+    Fault('b12', 'a word runs on across a special position', 'bert.py', 'def _word_starts(',
+          'new[..., 1:] = special[..., :-1] | (w[..., 1:] != w[..., :-1])',
+          'new[..., 1:] = w[..., 1:] != w[..., :-1]', MORE_MASKING),
+    Fault('b13', 'whole words: a draw skipped after each picked word', 'bert.py', 'def _mask_pcg_words(',
+          '            s, w = t, w + 1', '            s, w = t + 1, w + 1', MORE_MASKING),
+    Fault('b14', "batch_stream reads SHA-256's bytes big-endian", 'bert.py', 'def batch_stream(',
+          "digest()[:8], 'little')", "digest()[:8], 'big')", ['tests/test_collator.py']),
+    Fault('b15', 'the collator ignores its seed', 'bert.py', 'class MLMCollator',
+          'PCG32(self.seed, batch_stream(keys))', 'PCG32(0, batch_stream(keys))', ['tests/test_collator.py']),
+    Fault('p01', 'pack_rows drops the last partial row', 'pretrain.py', 'def pack_rows(',
+          '    n = max(1, -(-len(toks) // body))', '    n = max(1, len(toks) // body); toks = toks[:n * body]',
+          PRETRAIN),
+    Fault('p02', 'the held-out lines are trained on too', 'pretrain.py', 'def split_lines(',
+          'return [lines[i] for i in sorted(idx[n:])]', 'return [lines[i] for i in sorted(idx)]', PRETRAIN),
+    Fault('p03', "resume leaves torch's generator where it was", 'pretrain.py', 'class _Run:',
+          "; torch.set_rng_state(r['torch_rng'])", '', PRETRAIN),
+    Fault('p04', 'fill can answer [PAD] or [UNK]', 'pretrain.py', 'def fill(',
+          '    probs[:, special_ids(tok)] = 0', '    probs = probs', PRETRAIN),
+    Fault('p05', 'training batches may pick [PAD] positions', 'pretrain.py', 'def _batch(',
+          'np.isin(ids, special_ids(tok))', 'np.isin(ids, [tok.cls_id, tok.sep_id])', PRETRAIN),
+    Fault('p06', 'no gradient clipping', 'pretrain.py', 'def _step(',
+          '    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n', '', PRETRAIN),
+    Fault('p07', 'every rank masks from the same stream', 'pretrain.py', 'class _Run:',
+          'self.mask_rng = PCG32(a.seed, self.rank)', 'self.mask_rng = PCG32(a.seed, 0)', PRETRAIN),
+    Fault('p08', 'warmup starts at lr 0', 'pretrain.py', 'def lr_factor(',
+          'return (step + 1) / warmup', 'return step / warmup', PRETRAIN),
+    Fault('p09', 'a run counts as learned when it only matches the frequency guess', 'pretrain.py', 'def _finish(',
+          'learned=acc >= base + LEARNED', 'learned=acc >= base', PRETRAIN),
+    Fault('p10', 'the frequency baseline counts [CLS], [SEP] and [PAD]', 'pretrain.py', 'def frequency_baseline(',
+          'ids = rows[~np.isin(rows, special_ids(tok))]', 'ids = rows.reshape(-1)', PRETRAIN),
+    Fault('p11', "--resume continues the run args.json names, not the one given", 'pretrain.py', 'def _train_cmd(',
+          '        a.out = str(out)', '        a.out = a.out', ['tests/test_reliability.py', '-k', 'copy']),
+    Fault('p12', 'held-out evaluation masks at the training rate', 'pretrain.py', 'def evaluate(',
+          'tok, EVAL_P, rng, device)', 'tok, 0.4, rng, device)', PRETRAIN),
+]
+
 def block_span(text: str, start: str) -> tuple[int, int]:
     "The span of the top-level block that starts with `start`: up to the next top-level def, class or cell marker."
     i = text.find('\n' + start) + 1
@@ -104,11 +200,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('ids', nargs='*', help='fault ids or prefixes (default: all)')
     ap.add_argument('-j', '--jobs', type=int, default=2)
+    ap.add_argument('--dry', action='store_true', help='apply each fault to a scratch copy and compile it; run no test')
     a = ap.parse_args()
     faults = [f for f in FAULTS if not a.ids or any(f.id.startswith(i) for i in a.ids)]
     if not faults: raise SystemExit(f"no fault matches {a.ids}")
+    if a.dry:
+        for f in faults:
+            with tempfile.TemporaryDirectory() as d:
+                shutil.copytree(root / 'bert_nb', Path(d) / 'bert_nb'); apply(f, Path(d) / 'bert_nb')
+                compile((Path(d) / 'bert_nb' / f.file).read_text(), f.file, 'exec')
+        return print(f'{len(faults)} faults apply and compile')
     # the scratch copy must be what the tests import, and the unchanged code must pass
-    files = sorted({t for f in faults for t in f.tests})
+    files = sorted({t for f in faults for t in f.tests if t.startswith('tests/')})
     ok, first, s = run_tests(None, files)
     if not ok: raise SystemExit(f"the tests fail on the unchanged code ({first}): fix them first")
     print(f"unchanged code: {' '.join(files)} pass ({s:.0f} s)\n")
