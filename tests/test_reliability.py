@@ -19,11 +19,6 @@ TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-mode
         '2', '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
 EXE = Path(sys.executable).parent / 'bert-nb'
 
-@pytest.fixture(scope='module')
-def corpus(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
-    p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
-    return p
 
 @pytest.fixture(scope='module')
 def stopped(corpus, tmp_path_factory) -> Path:

@@ -188,6 +188,7 @@ def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
         d = Path(d)
         shutil.copytree(root / 'bert_nb', d / 'bert_nb', ignore=shutil.ignore_patterns('__pycache__'))
         shutil.copytree(root / 'tests', d / 'tests', ignore=shutil.ignore_patterns('__pycache__', '.hypothesis'))
+        shutil.copytree(root / 'ports', d / 'ports')  # the JavaScript port the golden tests run
         if fault: apply(fault, d / 'bert_nb')
         env = dict(os.environ, PYTHONPATH=str(d), PYTHONDONTWRITEBYTECODE='1')
         t = time.time()
