@@ -1114,7 +1114,8 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
     if cls is None:
         head = any(_hf_key(k).startswith('cls.predictions.') for k in sd)
-        ours = meta.get('bert_nb', {}).get('class')  # what save_bert saved; else whatever has an MLM head
+        block = meta.get('bert_nb')  # what save_bert saved; else: whatever has an MLM head
+        ours = block.get('class') if isinstance(block, dict) else None
         cls = BertForMLM if ours == 'BertForMLM' or (ours is None and head) else BertEncoder
     return load_hf_bert(cls(config), sd, strict=cls is BertForMLM if strict is None else strict).eval()
 
