@@ -69,7 +69,11 @@ def signature(head: str, obj) -> str:
     "`head(params)` with the annotations as written, one parameter a line when it would be long."
     try: sig = inspect.signature(obj)
     except (TypeError, ValueError): return head
-    params = [str(p).replace("'", '') for p in sig.parameters.values()]
+    params, star = [], False
+    for p in sig.parameters.values():
+        if p.kind == p.KEYWORD_ONLY and not star: params.append('*')  # keyword-only from here on
+        star |= p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+        params.append(str(p).replace("'", ''))
     ret = '' if sig.return_annotation is inspect.Signature.empty else f' -> {sig.return_annotation}'.replace("'", '')
     line = f"{head}({', '.join(params)}){ret}"
     return line if len(line) <= 100 else f"{head}(\n" + ''.join(f'    {p},\n' for p in params) + f"){ret}"
