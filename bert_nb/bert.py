@@ -457,6 +457,9 @@ class MLMCollator:
         "Each example as a dict with `input_ids` (texts tokenised here, in one Rust batch)."
         if all(isinstance(e, dict) and 'input_ids' in e for e in examples): return [dict(e) for e in examples]
         texts = [e.get('text') if isinstance(e, dict) else e for e in examples]
+        if any(t is None for t in texts):
+            raise ValueError("an example must be a text, a (text_a, text_b) pair, or a dict with 'text' or "
+                             f"'input_ids' (all of a batch alike), got {examples[texts.index(None)]!r:.80}")
         texts = [tuple(t) if isinstance(t, list) else t for t in texts]
         encs = self.tok.encode_batch(texts, max_len=self.max_len)
         return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}

@@ -117,6 +117,8 @@ def test_collator_batches(tok):
     assert torch.equal(b['attention_mask'].sum(1), torch.tensor([len(f['input_ids']) for f in feats]))
     with pytest.raises(ValueError, match='at least one example'): col([])
     with pytest.raises(ValueError, match='more than max_len=8'): MLMCollator(tok, max_len=8)(feats)
+    with pytest.raises(ValueError, match="a dict with 'text' or 'input_ids'"): col([{'ids': [1, 2]}])
+    with pytest.raises(ValueError, match="all of a batch alike"): col([feats[0], {'text': 'a cat'}, {'n': 1}])
 
 def epochs(tok, **kw):
     dl = mlm_loader(LINES, MLMCollator(tok, seed=5, whole_word=True), batch_size=8, shuffle=True, seed=2, **kw)
