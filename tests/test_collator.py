@@ -144,3 +144,16 @@ def test_trainer_trains_bert_for_mlm(tok, tmp_path):
     out = trainer.train()
     losses = [h['loss'] for h in trainer.state.log_history if 'loss' in h]
     assert out.global_step == 20 and all(math.isfinite(l) for l in losses) and losses[-1] < losses[0]
+
+@pytest.mark.parametrize('n', [1, 2, 7, 100])
+def test_whole_words_retry_a_short_block(n):
+    "The first block of draws is too short (n draws): the path takes a longer one and still equals the loop."
+    import bert_nb.bert as bert
+    g = np.random.default_rng(n)
+    ids, special = g.integers(0, 2**31, (3, 60)), g.random((3, 60)) < 0.1
+    starts = bert._word_starts(np.cumsum(g.random((3, 60)) < 0.5, axis=1), special)
+    for p in (0.15, 1.0):
+        fast, slow = PCG32(n, 4), PCG32(n, 4)
+        got = bert._mask_pcg_words(ids, special, 4, 2**31 + 1, p, fast, (0.8, 0.1, 0.1), starts, n=n)
+        want = bert._mask_loop(ids, special, 4, 2**31 + 1, p, slow, (0.8, 0.1, 0.1), starts)  # the definition
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and fast == slow
