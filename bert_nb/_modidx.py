@@ -232,4 +232,9 @@ d = { 'settings': { 'branch': 'main',
                                                                                    'bert_nb/wordpiece.py'),
                                    'bert_nb.wordpiece._check_text': ('wordpiece.html#_check_text', 'bert_nb/wordpiece.py'),
                                    'bert_nb.wordpiece._item': ('wordpiece.html#_item', 'bert_nb/wordpiece.py'),
-                                   'bert_nb.wordpiece._pipeline': ('wordpiece.html#_pipeline', 'bert_nb/wordpiece.py')}}}
+                                   'bert_nb.wordpiece._merge': ('wordpiece.html#_merge', 'bert_nb/wordpiece.py'),
+                                   'bert_nb.wordpiece._pipeline': ('wordpiece.html#_pipeline', 'bert_nb/wordpiece.py'),
+                                   'bert_nb.wordpiece.merges': ('wordpiece.html#merges', 'bert_nb/wordpiece.py'),
+                                   'bert_nb.wordpiece.plot_merges': ('wordpiece.html#plot_merges', 'bert_nb/wordpiece.py'),
+                                   'bert_nb.wordpiece.train_vocab': ('wordpiece.html#train_vocab', 'bert_nb/wordpiece.py'),
+                                   'bert_nb.wordpiece.word_counts': ('wordpiece.html#word_counts', 'bert_nb/wordpiece.py')}}}

@@ -208,8 +208,7 @@ def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, wo
         raise ValueError(f"the corpus has {len(lines)} non-empty line(s); at least 2 are needed "
                          "(one is held out)")
     train_lines, held = split_lines(lines, a.seed)
-    # the tokenizers library's trainer breaks ties between equally frequent pieces in hash-map order, so a
-    # trained vocab can differ between processes: rank 0 trains it, every rank uses it, the run saves it
+    # the trainer is deterministic, so any rank could train it; rank 0 does, once, and shares it
     if tok is None and a.vocab: tok = WordPieceTokenizer.from_vocab(a.vocab)
     elif tok is None:
         mine = WordPieceTokenizer.train(train_lines, a.vocab_size).tokens() if rank == 0 else None

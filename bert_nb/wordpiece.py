@@ -4,13 +4,13 @@
 
 # %% ../nbs/01_wordpiece.ipynb #9d80bf56
 from __future__ import annotations
-import json, os
+import heapq, itertools, json, os
+from collections import Counter, defaultdict
 from pathlib import Path
-from fastcore.basics import patch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 # %% auto #0
-__all__ = ['SPECIALS', 'WordPieceTokenizer']
+__all__ = ['SPECIALS', 'WordPieceTokenizer', 'word_counts', 'merges', 'train_vocab', 'plot_merges']
 
 # %% ../nbs/01_wordpiece.ipynb #b8133d3d
 SPECIALS = ('[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]')
@@ -24,6 +24,15 @@ def _pipeline(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix='##')
     return tok
+
+def _check_text(name, x):
+    if not isinstance(x, str): raise TypeError(f"{name} must be a str, got {type(x).__name__} {x!r:.60}")
+
+def _item(x):
+    "A text, or a (text_a, text_b) pair."
+    if isinstance(x, (tuple, list)) and len(x) == 2 and all(isinstance(t, str) for t in x): return tuple(x)
+    _check_text('item', x)
+    return x
 
 # %% ../nbs/01_wordpiece.ipynb #3677b8af
 class WordPieceTokenizer:
@@ -94,16 +103,12 @@ class WordPieceTokenizer:
 
     @classmethod
     def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
-        "Learn a WordPiece vocab of `vocab_size` tokens from an iterable of texts; the specials are ids 0-4."
+        "Learn a WordPiece vocab of `vocab_size` tokens from an iterable of texts (`train_vocab`); specials are ids 0-4."
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
             raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
         if vocab_size < len(SPECIALS):
             raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {vocab_size}")
-        tok = _pipeline(None, lowercase)
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
-                                            show_progress=False)
-        tok.train_from_iterator(texts, trainer)
-        return cls(tok)
+        return cls.from_tokens(train_vocab(word_counts(texts, lowercase), vocab_size), lowercase)
 
     def tokens(self) -> list[str]:
         "Every token, in id order (what `vocab.txt` holds)."
@@ -116,52 +121,94 @@ class WordPieceTokenizer:
         (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in self.tokens()), encoding='utf-8')
         return dir / 'vocab.txt'
 
-# %% ../nbs/01_wordpiece.ipynb #b0eb38f5
-def _check_text(name, x):
-    if not isinstance(x, str): raise TypeError(f"{name} must be a str, got {type(x).__name__} {x!r:.60}")
+    def __len__(self) -> int: return self.tok.get_vocab_size()
+    def token_to_id(self, token: str) -> int | None: return self.tok.token_to_id(token)
+    def id_to_token(self, id: int) -> str | None: return self.tok.id_to_token(id)
+    def __repr__(self) -> str: return f"WordPieceTokenizer(vocab={len(self)})"
 
-def _item(x):
-    "A text, or a (text_a, text_b) pair."
-    if isinstance(x, (tuple, list)) and len(x) == 2 and all(isinstance(t, str) for t in x): return tuple(x)
-    _check_text('item', x)
-    return x
+    def tokenize(self, text: str) -> list[str]:
+        "The word pieces of `text`, without specials."
+        _check_text('text', text)
+        return self.tok.encode(text, add_special_tokens=False).tokens
 
-@patch
-def __len__(self: WordPieceTokenizer) -> int: return self.tok.get_vocab_size()
-@patch
-def token_to_id(self: WordPieceTokenizer, token: str) -> int | None: return self.tok.token_to_id(token)
-@patch
-def id_to_token(self: WordPieceTokenizer, id: int) -> str | None: return self.tok.id_to_token(id)
-@patch
-def __repr__(self: WordPieceTokenizer): return f"WordPieceTokenizer(vocab={len(self)})"
+    def encode(self, text: str, pair: str | None = None) -> list[int]:
+        "`[CLS] text [SEP]`, or `[CLS] text [SEP] pair [SEP]`, as ids."
+        _check_text('text', text)
+        if pair is not None: _check_text('pair', pair)
+        return self.tok.encode(text, pair).ids
 
-@patch
-def tokenize(self: WordPieceTokenizer, text: str) -> list[str]:
-    "The word pieces of `text`, without specials."
-    _check_text('text', text)
-    return self.tok.encode(text, add_special_tokens=False).tokens
+    def decode(self, ids, skip_special: bool = True) -> str:
+        "Text from ids, `##` pieces joined."
+        return self.tok.decode([int(i) for i in ids], skip_special_tokens=skip_special)
 
-@patch
-def encode(self: WordPieceTokenizer, text: str, pair: str | None = None) -> list[int]:
-    "`[CLS] text [SEP]`, or `[CLS] text [SEP] pair [SEP]`, as ids."
-    _check_text('text', text)
-    if pair is not None: _check_text('pair', pair)
-    return self.tok.encode(text, pair).ids
+    def encode_batch(self, items, max_len: int | None = None) -> list:
+        "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; cut longest-first to `max_len`."
+        items = [_item(x) for x in items]
+        if max_len is None: return self.tok.encode_batch(items)
+        # a truncating copy, so self.tok never changes
+        if self._truncating is None or self._truncating[0] != max_len:
+            t = Tokenizer.from_str(self.tok.to_str())
+            t.enable_truncation(max_len, strategy='longest_first')
+            self._truncating = (max_len, t)
+        return self._truncating[1].encode_batch(items)
 
-@patch
-def decode(self: WordPieceTokenizer, ids, skip_special: bool = True) -> str:
-    "Text from ids, `##` pieces joined."
-    return self.tok.decode([int(i) for i in ids], skip_special_tokens=skip_special)
+# %% ../nbs/01_wordpiece.ipynb #f3a1c0de
+def word_counts(texts, lowercase: bool = True) -> Counter:
+    "How often each word occurs in `texts`, after BERT's normaliser and pre-tokeniser."
+    pipe, counts = _pipeline(None, lowercase), Counter()
+    for t in texts:
+        _check_text('text', t)
+        counts.update(w for w, _ in pipe.pre_tokenizer.pre_tokenize_str(pipe.normalizer.normalize_str(t)))
+    return counts
 
-# %% ../nbs/01_wordpiece.ipynb #94a3d2c0
-@patch
-def encode_batch(self: WordPieceTokenizer, items, max_len: int | None = None) -> list:
-    "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; cut longest-first to `max_len`."
-    items = [_item(x) for x in items]
-    if max_len is None: return self.tok.encode_batch(items)
-    # a truncating copy, so self.tok never changes
-    if self._truncating is None or self._truncating[0] != max_len:
-        t = Tokenizer.from_str(self.tok.to_str())
-        t.enable_truncation(max_len, strategy='longest_first')
-        self._truncating = (max_len, t)
-    return self._truncating[1].encode_batch(items)
+def _merge(w: list[str], a: str, b: str, new: str) -> list[str]:
+    "Word `w` with every adjacent (a, b) replaced by `new`, left to right."
+    out, j = [], 0
+    while j < len(w):
+        if j + 1 < len(w) and w[j] == a and w[j + 1] == b: out.append(new); j += 2
+        else: out.append(w[j]); j += 1
+    return out
+
+def merges(counts: dict[str, int]):
+    "Yield (a, b, count): the most frequent adjacent pair of the words, merged; ties to the first in string order."
+    words = [[w[0]] + ['##' + c for c in w[1:]] for w in counts]
+    freq, pairs, where = list(counts.values()), Counter(), defaultdict(set)
+    for i, w in enumerate(words):
+        for p in zip(w, w[1:]): pairs[p] += freq[i]; where[p].add(i)
+    heap = [(-n, a, b) for (a, b), n in pairs.items()]
+    heapq.heapify(heap)
+    while heap:
+        n, a, b = heapq.heappop(heap)
+        if pairs.get((a, b)) != -n: continue  # stale: the pair's count changed since this entry
+        yield a, b, -n
+        new, changed = a + b[2:], set()
+        for i in where.pop((a, b)):  # integer sums: the order these words come in changes nothing
+            w, f = words[i], freq[i]
+            for p in zip(w, w[1:]): pairs[p] -= f; changed.add(p)
+            words[i] = w = _merge(w, a, b, new)
+            for p in zip(w, w[1:]): pairs[p] += f; where[p].add(i); changed.add(p)
+        for p in changed:
+            if pairs[p] > 0: heapq.heappush(heap, (-pairs[p], *p))
+            else: del pairs[p]; where.pop(p, None)
+
+def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
+    """A WordPiece vocabulary from word counts: the specials, every character (word-initial `c`, continuing
+    `##c`) in code-point order, then merged pieces in merge order, until `vocab_size` tokens or no pair left."""
+    chars = {c for w in counts for c in [w[0]] + ['##' + c for c in w[1:]]}
+    vocab = list(SPECIALS) + sorted(chars - set(SPECIALS))
+    known = set(vocab)
+    for a, b, _ in merges(counts):
+        if len(vocab) >= vocab_size: break
+        if (new := a + b[2:]) not in known: vocab.append(new); known.add(new)
+    return vocab[:max(vocab_size, len(SPECIALS))]
+
+# %% ../nbs/01_wordpiece.ipynb #f3a1c0e0
+def plot_merges(counts: dict[str, int], n: int):
+    "How often the pair merged at each of the first `n` steps occurs: the long tail a vocabulary cuts."
+    import matplotlib.pyplot as plt
+    seen = [c for _, _, c in itertools.islice(merges(counts), n)]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.loglog(range(1, len(seen) + 1), seen, lw=1)
+    ax.set(title=f'the first {len(seen):,} merges over {len(counts):,} distinct words', xlabel='merge step',
+           ylabel="the merged pair's count")
+    return fig

@@ -88,3 +88,46 @@ def test_a_duplicated_or_binary_vocab_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r'duplicated'): WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a', 'a'])
     (tmp_path / 'bin.txt').write_bytes(b'\xff\xfe\x00\x01' * 10)
     with pytest.raises(ValueError, match='bin.txt is not UTF-8 text'): WordPieceTokenizer.from_vocab(tmp_path / 'bin.txt')
+
+def _naive_vocab(counts: dict, size: int) -> list:
+    "The oracle: recount every pair from scratch at each step; the most frequent, ties to the first in string order."
+    words = {w: [w[0]] + ['##' + c for c in w[1:]] for w in counts}
+    vocab = list(SPECIALS) + sorted({s for w in words.values() for s in w})
+    while len(vocab) < size:
+        pairs = {}
+        for w, syms in words.items():
+            for p in zip(syms, syms[1:]): pairs[p] = pairs.get(p, 0) + counts[w]
+        if not pairs: break
+        a, b = min(pairs, key=lambda p: (-pairs[p], p))
+        new = a + b[2:]
+        if new not in vocab: vocab.append(new)
+        for w, syms in words.items():
+            out, j = [], 0
+            while j < len(syms):
+                if syms[j:j + 2] == [a, b]: out.append(new); j += 2
+                else: out.append(syms[j]); j += 1
+            words[w] = out
+    return vocab
+
+def test_train_vocab_equals_a_naive_recount(corpus):
+    from bert_nb.pretrain import read_corpus
+    from bert_nb.wordpiece import word_counts, train_vocab
+    counts = word_counts(read_corpus([corpus])[:400])
+    for size in (40, 300, 900):
+        assert train_vocab(counts, size) == _naive_vocab(counts, size)[:size]
+
+VOCAB_SCRIPT = '''
+import sys
+from bert_nb.pretrain import read_corpus, split_lines, DEFAULT_CORPUS
+from bert_nb.wordpiece import WordPieceTokenizer
+WordPieceTokenizer.train(split_lines(read_corpus([DEFAULT_CORPUS]), 0)[0], 8192).save(sys.argv[1])
+'''
+
+def test_the_same_lines_give_the_same_vocab_in_two_processes(tmp_path):
+    "Two interpreters with different hash seeds (Python's and, per process, Rust's): the same bytes."
+    import os, subprocess, sys
+    for i, seed in enumerate(('1', '2')):
+        env = os.environ | {'PYTHONHASHSEED': seed}
+        subprocess.run([sys.executable, '-c', VOCAB_SCRIPT, str(tmp_path / str(i))], env=env, check=True)
+    a, b = ((tmp_path / i / 'vocab.txt').read_bytes() for i in '01')
+    assert a == b and len(a.splitlines()) == 8192
