@@ -6,7 +6,6 @@
 from __future__ import annotations
 import math, numbers
 import numpy as np
-from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['MULT', 'MASK64', 'MASK32', 'PCG32', 'plot_uniformity', 'sample_categorical', 'normal_init']
@@ -67,9 +66,31 @@ class PCG32:
         g.state, g.inc = self.state, self.inc
         return g
 
-    def __eq__(self, other):
+    def advance(self, delta: int) -> None:
+        "Jump `delta` draws ahead (back, if negative) in O(log |delta|): see 'Jumping ahead'."
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Integral):
+            raise TypeError(f"delta must be an int, got {type(delta).__name__} {delta!r}")
+        a, c = _jump(int(delta), self.inc)
+        self.state = (a * self.state + c) & MASK64
+
+    def u32s(self, n: int) -> np.ndarray:
+        "n draws as a uint32 array, equal to n `next_u32()` calls, leaving the generator where they would."
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+        if n < 0: raise ValueError(f"n must be >= 0, got {n}")
+        if n == 0: return np.zeros(0, np.uint32)
+        a, c = _cached_tables(int(n), self.inc)  # see 'Whole blocks at once'
+        states = a * np.uint64(self.state) + c
+        self.advance(n)
+        return _outputs(states)
+
+    def uniforms(self, n: int) -> np.ndarray:
+        "n `uniform()` draws as a float64 array."
+        return self.u32s(n) / 4294967296.0
+
+    def __eq__(self, other) -> bool:
         return isinstance(other, PCG32) and (self.state, self.inc) == (other.state, other.inc)
-    def __repr__(self): return f"PCG32(state={self.state:#018x}, inc={self.inc:#018x})"
+    def __repr__(self) -> str: return f"PCG32(state={self.state:#018x}, inc={self.inc:#018x})"
 
 # %% ../nbs/00_rng.ipynb #e027c417
 def _jump(delta: int, inc: int) -> tuple[int, int]:
@@ -81,14 +102,6 @@ def _jump(delta: int, inc: int) -> tuple[int, int]:
         plus, mult = (mult + 1) * plus & MASK64, mult * mult & MASK64
         delta >>= 1
     return acc_mult, acc_plus
-
-@patch
-def advance(self: PCG32, delta: int) -> None:
-    "Jump `delta` draws ahead (back, if negative) in O(log |delta|)."
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Integral):
-        raise TypeError(f"delta must be an int, got {type(delta).__name__} {delta!r}")
-    a, c = _jump(int(delta), self.inc)
-    self.state = (a * self.state + c) & MASK64
 
 # %% ../nbs/00_rng.ipynb #8fe020af
 def _tables(n: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,24 +129,6 @@ def _outputs(old: np.ndarray) -> np.ndarray:
     x = (((old >> np.uint64(18)) ^ old) >> np.uint64(27)).astype(np.uint32)
     r = (old >> np.uint64(59)).astype(np.uint32)
     return (x >> r) | (x << ((np.uint32(32) - r) & np.uint32(31)))
-
-# %% ../nbs/00_rng.ipynb #2785cac6
-@patch
-def u32s(self: PCG32, n: int) -> np.ndarray:
-    "n draws as a uint32 array, equal to n `next_u32()` calls, leaving the generator where they would."
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
-    if n < 0: raise ValueError(f"n must be >= 0, got {n}")
-    if n == 0: return np.zeros(0, np.uint32)
-    a, c = _cached_tables(int(n), self.inc)
-    states = a * np.uint64(self.state) + c
-    self.advance(n)
-    return _outputs(states)
-
-@patch
-def uniforms(self: PCG32, n: int) -> np.ndarray:
-    "n `uniform()` draws as a float64 array."
-    return self.u32s(n) / 4294967296.0
 
 # %% ../nbs/00_rng.ipynb #e8df059c
 def plot_uniformity(rng: PCG32, n: int = 100_000, sides: int = 6):
