@@ -7,24 +7,24 @@ from __future__ import annotations
 import bisect, ctypes, hashlib, json, math, numbers, os, re, shutil, tempfile, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
+from typing import NamedTuple
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fastcore.basics import patch
 from safetensors.torch import load_file, save_file
 from .rng import PCG32, sample_categorical, normal_init
 from .wordpiece import SPECIALS, WordPieceTokenizer
 
 # %% auto #0
-__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws', 'shown_grid',
-           'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts',
-           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
+__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws',
+           'shown_grid', 'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch',
+           'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
            'plot_word_masking', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'BertConfig',
-           'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead',
-           'BertForMLM', 'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach',
-           'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'layer_outputs', 'plot_layer_diffs',
-           'load_bert', 'save_bert']
+           'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler', 'EncoderOutput', 'BertEncoder',
+           'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM', 'position_loss', 'plot_position_loss',
+           'attention_reach', 'plot_attention_reach', 'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport',
+           'load_hf_bert', 'plot_layer_diffs', 'load_bert', 'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -531,6 +531,10 @@ class ForTrainer(nn.Module):
 
 
 # %% ../nbs/02_bert.ipynb #e30e8bb6
+_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
+                  n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
+                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
+
 @dataclass
 class BertConfig:
     "BERT's sizes. The defaults are BERT-base's."
@@ -565,6 +569,24 @@ class BertConfig:
         if unknown: raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
         return cls(**d)
 
+    @classmethod
+    def from_hf(cls, d: dict) -> BertConfig:
+        "A BertConfig from a transformers BERT config dict (`config.json`; section 3.2)."
+        for key, want in (('model_type', 'bert'), ('hidden_act', 'gelu'),
+                          ('position_embedding_type', 'absolute')):
+            if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
+        required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers',
+                    'intermediate_size']
+        missing = [k for k in required if k not in d]
+        if missing: raise ValueError(f"config lacks {missing}")
+        return cls(**{ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d})
+
+    def to_hf(self) -> dict:
+        "This config as a transformers BertConfig dict."
+        return {'model_type': 'bert', **{hf: getattr(self, ours) for ours, hf in _HF_CONFIG.items()},
+                'attention_probs_dropout_prob': self.dropout, 'hidden_act': 'gelu',
+                'position_embedding_type': 'absolute', 'initializer_range': 0.02}
+
 # %% ../nbs/02_bert.ipynb #45469755
 def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
     "Additive attention bias: 0 where a query may read a key, the dtype's minimum where not; (B, 1, 1|T, T)."
@@ -586,24 +608,43 @@ class BertAttention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(cfg.d_model, cfg.d_model) for _ in range(4))
 
     def qkv(self, h: torch.Tensor) -> torch.Tensor:
-        "(3, B, nh, T, hs): q, k, v from one (3C x C) matmul (separate Linears: the checkpoint's names)."
-        B, T, C = h.shape
+        "(..., 3C): q, k, v from one (3C x C) matmul (separate Linears: the checkpoint's names)."
         w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
-        b = torch.cat([self.q.bias, self.k.bias, self.v.bias])
-        return F.linear(h, w, b).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
+        return F.linear(h, w, torch.cat([self.q.bias, self.k.bias, self.v.bias]))
+
+    def heads(self, qkv: torch.Tensor, B: int, T: int) -> torch.Tensor:
+        "(B*T, 3C) or (B, T, 3C) -> (3, B, nh, T, hs)"
+        return qkv.view(B, T, 3, self.n_heads, -1).permute(2, 0, 3, 1, 4)
 
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        "(B, T, C) -> (B, T, C); bias: additive, (B, 1, 1|T, T)."
         B, T, C = h.shape
-        q, k, v = self.qkv(h)  # each (B, nh, T, hs)
-        p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
-        return self.o(y.transpose(1, 2).reshape(B, T, C))
+        return self.tokens(h.reshape(B * T, C), bias, B, T).view(B, T, C)
+
+    def tokens(self, x: torch.Tensor, bias: torch.Tensor | None, B: int, T: int,
+               at: torch.Tensor | None = None) -> torch.Tensor:
+        """(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them, or only those at the flat positions
+        `at` (the real ones, section 2.5): q, k, v are laid out (B, T) for SDPA, with zeros at the others."""
+        qkv = self.qkv(x)
+        if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy(0, at, qkv)
+        q, k, v = self.heads(qkv, B, T)  # each (B, nh, T, hs)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout * self.training)
+        y = y.transpose(1, 2).reshape(B * T, -1)
+        return self.o(y if at is None else y[at])
 
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out to look inside."
-        q, k, _ = self.qkv(h)
+        q, k, _ = self.heads(self.qkv(h), *h.shape[:2])
         s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         return (s if bias is None else s + bias).softmax(-1)
+
+    def with_probs(self, h: torch.Tensor, bias: torch.Tensor | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        "(B, T, C) -> (output (B, T, C), the weights it used (B, nh, T, T)), by the explicit softmax."
+        B, T, C = h.shape
+        w = self.probs(h, bias)
+        y = F.dropout(w, self.dropout, self.training) @ self.heads(self.qkv(h), B, T)[2]
+        return self.o(y.transpose(1, 2).reshape(B, T, C)), w
 
 class BertLayer(nn.Module):
     "One post-LN encoder layer: attention, then a GELU feed-forward, each added to its input and normalised."
@@ -618,8 +659,22 @@ class BertLayer(nn.Module):
 
     def forward(self, h: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         "h: (B, T, d_model); attn_mask: (B, T) padding mask (1 real, 0 pad) or (B, T, T) query-key mask."
-        h = self.attn_ln(h + self.drop(self.attn(h, _attn_bias(attn_mask, h.dtype))))
-        return self.ff_ln(h + self.drop(self.ff_out(_gelu(self.ff_in(h)))))
+        B, T, C = h.shape
+        return self.tokens(h.reshape(B * T, C), _attn_bias(attn_mask, h.dtype), B, T).view(B, T, C)
+
+    def tokens(self, x: torch.Tensor, bias: torch.Tensor | None, B: int, T: int,
+               at: torch.Tensor | None = None) -> torch.Tensor:
+        "(N, d_model) -> (N, d_model): the layer on a (B, T) batch's tokens (`at`: see BertAttention)."
+        return self._ff(self.attn_ln(x + self.drop(self.attn.tokens(x, bias, B, T, at))))
+
+    def with_probs(self, h: torch.Tensor, bias: torch.Tensor | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        "(B, T, d_model) -> (the layer's output, its attention weights (B, nh, T, T)), by the explicit softmax."
+        y, w = self.attn.with_probs(h, bias)
+        return self._ff(self.attn_ln(h + self.drop(y))), w
+
+    def _ff(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ff_ln(x + self.drop(self.ff_out(_gelu(self.ff_in(x)))))
 
 # %% ../nbs/02_bert.ipynb #c7cbe7f9
 def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None):
@@ -638,21 +693,44 @@ def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str]
     return fig
 
 # %% ../nbs/02_bert.ipynb #d60c4a9e
-def _check_like(name, x, ids, integer=True):
+def _check_like(name, x, ref, integer=True):
+    "x is a tensor of ref's shape (ref: the ids, or (B, T) of the embeddings), integer or bool if `integer`."
     if not isinstance(x, torch.Tensor): raise ValueError(f"{name} must be a tensor, got {type(x).__name__}")
-    if x.shape != ids.shape:
-        raise ValueError(f"{name} must have the shape of ids {tuple(ids.shape)}, got {tuple(x.shape)}")
+    if x.shape != ref.shape:
+        raise ValueError(f"{name} must have the shape of ids {tuple(ref.shape)}, got {tuple(x.shape)}")
     if integer and (x.dtype.is_floating_point or x.dtype.is_complex):
         raise ValueError(f"{name} must be an integer or bool tensor, got {x.dtype}")
 
 def _check_range(name, x, lo, hi):
-    if x.numel() and (x.min() < lo or x.max() >= hi):
+    "Values in [lo, hi), where that costs no device sync: a CPU tensor outside torch.compile (else: skipped)."
+    if x.device.type != 'cpu' or torch.compiler.is_compiling() or not x.numel(): return
+    if x.min() < lo or x.max() >= hi:
         bad = x[(x < lo) | (x >= hi)][0].item()
         raise ValueError(f"{name} must be in [{lo}, {hi}), got {bad}")
 
+class BertPooler(nn.Module):
+    "BERT's pooler: dense and tanh on the first ([CLS]) position: (B, T, d_model) -> (B, d_model)."
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor: return torch.tanh(self.dense(h[:, 0]))
+
+class EncoderOutput(NamedTuple):
+    "What BertEncoder returns when asked for more than the last hidden state."
+    last_hidden_state: torch.Tensor                 # (B, T, d_model)
+    pooled: torch.Tensor | None                     # (B, d_model), when the encoder has a pooler
+    hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 of (B, T, d_model), embeddings first
+    attentions: tuple[torch.Tensor, ...] | None     # n_layers of (B, n_heads, T, T)
+
+def _pad(x: torch.Tensor, at: torch.Tensor | None, B: int, T: int) -> torch.Tensor:
+    "(N, C) tokens back to (B, T, C); the positions not in `at` (padding) hold zeros."
+    if at is None: return x.view(B, T, -1)
+    return x.new_zeros(B * T, x.shape[1]).index_copy(0, at, x).view(B, T, -1)
+
 class BertEncoder(nn.Module):
-    "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers."
-    def __init__(self, config: BertConfig, rng: PCG32 | None = None):
+    "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers; a pooler if asked for."
+    def __init__(self, config: BertConfig, rng: PCG32 | None = None, pooler: bool = False):
         super().__init__()
         if not isinstance(config, BertConfig):
             raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
@@ -663,34 +741,69 @@ class BertEncoder(nn.Module):
         self.emb_ln = nn.LayerNorm(c.d_model, eps=c.ln_eps)
         self.drop = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(BertLayer(c) for _ in range(c.n_layers))
+        self.pooler = BertPooler(c) if pooler else None
         init_weights(self, rng)
 
-    def embed(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        "h0 = LN(word + position + token type), before dropout. (B, T, d_model)"
+    def embed(self, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None = None,
+              inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        "h0 = LN(word (or `inputs_embeds`) + position + token type), before dropout. (B, T, d_model)"
         c = self.config
-        if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
-                or ids.dtype.is_complex or ids.dtype == torch.bool):
-            raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
-                             f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
-        if ids.shape[1] > c.max_len:
-            raise ValueError(f"ids has T={ids.shape[1]} positions, more than max_len={c.max_len}")
-        _check_range('ids', ids, 0, c.vocab)
-        if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
-        h = self.word_emb(ids) + self.pos_emb.weight[:ids.shape[1]]
+        if (ids is None) == (inputs_embeds is None): raise ValueError("give ids or inputs_embeds, not both")
+        if inputs_embeds is not None:
+            x = inputs_embeds
+            if (not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != c.d_model
+                    or not x.dtype.is_floating_point):
+                raise ValueError(f"inputs_embeds must be a float (B, T, {c.d_model}) tensor, got "
+                                 f"{type(x).__name__} {getattr(x, 'dtype', '')} "
+                                 f"of shape {tuple(getattr(x, 'shape', ()))}")
+            ref = x[..., 0]
+        else:
+            if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
+                    or ids.dtype.is_complex or ids.dtype == torch.bool):
+                raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
+                                 f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
+            _check_range('ids', ids, 0, c.vocab)
+            if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
+            x, ref = self.word_emb(ids), ids
+        if ref.shape[1] > c.max_len:
+            raise ValueError(f"ids has T={ref.shape[1]} positions, more than max_len={c.max_len}")
+        h = x + self.pos_emb.weight[:ref.shape[1]]
         if token_type_ids is None: h = h + self.type_emb.weight[0]  # all segment A
         else:
-            _check_like('token_type_ids', token_type_ids, ids)
+            _check_like('token_type_ids', token_type_ids, ref)
             _check_range('token_type_ids', token_type_ids, 0, c.type_vocab)
             h = h + self.type_emb(token_type_ids.long())
         return self.emb_ln(h)
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        "ids: (B, T) -> (B, T, d_model). attn_mask: 1 for a real token, 0 for padding (None: all real)."
-        h = self.drop(self.embed(ids, token_type_ids))
-        if attn_mask is not None: _check_like('attn_mask', attn_mask, ids)
-        for layer in self.layers: h = layer(h, attn_mask)
-        return h
+    def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None,
+                output_hidden_states: bool = False, output_attentions: bool = False
+                ) -> torch.Tensor | EncoderOutput:
+        """ids: (B, T) -> (B, T, d_model). attn_mask: 1 for a real token, 0 for padding (None: all real).
+        With `output_hidden_states` or `output_attentions`: an EncoderOutput. Padded positions of the output
+        hold zeros unless `output_attentions` (section 2.5)."""
+        h = self.drop(self.embed(ids, token_type_ids, inputs_embeds))
+        B, T, C = h.shape
+        if attn_mask is not None: _check_like('attn_mask', attn_mask, h[..., 0])
+        bias, hs, ws = _attn_bias(attn_mask, h.dtype), [h], []
+        if output_attentions:  # the explicit softmax, in the (B, T) layout
+            for layer in self.layers:
+                h, w = layer.with_probs(h, bias)
+                hs.append(h); ws.append(w)
+        else:
+            at = None
+            if attn_mask is not None and not torch.compiler.is_compiling():
+                at = attn_mask.flatten().nonzero().squeeze(1)  # one host sync: which tokens are real
+                if len(at) == attn_mask.numel(): at, bias = None, None  # nothing is padded: no mask at all
+            x = h.reshape(B * T, C) if at is None else h.reshape(B * T, C)[at]
+            for layer in self.layers:
+                x = layer.tokens(x, bias, B, T, at)
+                if output_hidden_states: hs.append(_pad(x, at, B, T))
+            h = _pad(x, at, B, T)
+        if not (output_hidden_states or output_attentions): return h
+        return EncoderOutput(h, None if self.pooler is None else self.pooler(h),
+                             tuple(hs) if output_hidden_states else None,
+                             tuple(ws) if output_attentions else None)
 
 # %% ../nbs/02_bert.ipynb #9d3732cc
 def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
@@ -752,6 +865,13 @@ def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
     # a new matmul shape every step makes oneDNN cache a new kernel every step, and memory grows without end
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
 
+class MLMOutput(NamedTuple):
+    "BertForMLM's output when asked for hidden states or attentions: `(logits, loss)` with those appended."
+    logits: torch.Tensor                            # (B, T, vocab)
+    loss: torch.Tensor | None
+    hidden_states: tuple[torch.Tensor, ...] | None  # as EncoderOutput's
+    attentions: tuple[torch.Tensor, ...] | None
+
 class BertForMLM(nn.Module):
     "A BertEncoder with the MLM head; the decoder is the encoder's word table."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None):
@@ -763,33 +883,41 @@ class BertForMLM(nn.Module):
         self.head = MLMHead(config)
         init_weights(self.head, rng)
 
-    def _check_labels(self, labels, ids) -> torch.Tensor:
-        _check_like('labels', labels, ids)
+    def _check_labels(self, labels, ref) -> torch.Tensor:
+        _check_like('labels', labels, ref)
         if labels.dtype == torch.bool: raise ValueError("labels must be token ids or -100, got a bool tensor")
-        bad = (labels != -100) & ((labels < 0) | (labels >= self.config.vocab))
-        if bad.any():
-            raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), "
-                             f"got {labels[bad][0].item()}")
+        if labels.device.type == 'cpu' and not torch.compiler.is_compiling():  # no device sync
+            bad = (labels != -100) & ((labels < 0) | (labels >= self.config.vocab))
+            if bad.any():
+                raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), "
+                                 f"got {labels[bad][0].item()}")
         return labels.long()  # cross_entropy takes int64 targets
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        "(logits (B, T, vocab), mean cross-entropy at labelled positions or None)."
-        if labels is not None: labels = self._check_labels(labels, ids)
-        x = self.head.transform(self.encoder(ids, token_type_ids, attn_mask))
-        logits = self.head.decode(x, self.encoder.word_emb.weight)
-        if labels is None: return logits, None
-        rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits`
-        labelled = self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n]
-        return logits, _mlm_loss(labelled, labels.flatten()[rows[:n]])
+    def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None, *,
+                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None] | MLMOutput:
+        """(logits (B, T, vocab), mean cross-entropy at labelled positions or None); with
+        `output_hidden_states` or `output_attentions`, an MLMOutput that has them appended."""
+        out = self.encoder(ids, token_type_ids, attn_mask, inputs_embeds=inputs_embeds,
+                           output_hidden_states=output_hidden_states, output_attentions=output_attentions)
+        h = out if isinstance(out, torch.Tensor) else out.last_hidden_state
+        if labels is not None: labels = self._check_labels(labels, h[..., 0])
+        x = self.head.transform(h)
+        logits, loss = self.head.decode(x, self.encoder.word_emb.weight), None
+        if labels is not None:
+            rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits`
+            labelled = self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n]
+            loss = _mlm_loss(labelled, labels.flatten()[rows[:n]])
+        if isinstance(out, torch.Tensor): return logits, loss
+        return MLMOutput(logits, loss, out.hidden_states, out.attentions)
 
     def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
                         attn_mask: torch.Tensor | None, labels: torch.Tensor
                         ) -> tuple[torch.Tensor, torch.Tensor]:
         "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
-        labels = self._check_labels(labels, ids)
         h = self.encoder(ids, token_type_ids, attn_mask)
+        labels = self._check_labels(labels, h[..., 0])
         rows, n = _labelled_rows(labels)
         return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
 
@@ -887,6 +1015,7 @@ def hf_encoder_names(n_layers: int) -> dict[str, str]:
     return _names(_EMB) | _names(layers)
 
 HF_HEAD_NAMES = _names(_HEAD) | {'cls.predictions.bias': 'head.bias'}
+POOLER_NAMES = ['pooler.dense.weight', 'pooler.dense.bias']  # the same names in both
 
 def _hf_key(key: str) -> str:
     "Without the `bert.` prefix, with legacy gamma/beta read as weight/bias."
@@ -932,7 +1061,9 @@ class LoadReport:
                 f"{part('initialised', self.initialised)}")
 
 def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
-    "Copy a transformers BERT state dict into a BertEncoder or BertForMLM; `model.load_report` tells what."
+    """Copy a transformers BERT state dict into a BertEncoder or BertForMLM; `model.load_report` tells what.
+    An encoder with a pooler takes the checkpoint's; `strict=False` keeps initial weights for a missing MLM
+    head or pooler (and reports them as initialised)."""
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
@@ -953,6 +1084,13 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
         names |= {k: v for k, v in HF_HEAD_NAMES.items() if k in sd}
         if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd:
             names['cls.predictions.decoder.bias'] = 'head.bias'
+    missing_pool = []
+    if not mlm and enc.pooler is not None:
+        missing_pool = [k for k in POOLER_NAMES if k not in sd]
+        if missing_pool and strict:
+            raise ValueError(f"checkpoint has no pooler: it lacks {missing_pool}; strict=False keeps the "
+                             "pooler's initial weights")
+        names |= {k: k for k in POOLER_NAMES if k in sd}
     unknown = [k for k in sd if k not in names and not _dropped(k)]
     if unknown and strict: raise ValueError(f"checkpoint has key(s) that are not BERT's: {unknown[:6]}")
     params = dict(model.named_parameters())
@@ -974,23 +1112,13 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
     skip = {'embeddings.position_ids'}
     if mlm: skip |= {'cls.predictions.decoder.weight', 'cls.predictions.decoder.bias'}
     dropped = [k for k in sd if k not in names and k not in skip]
-    initialised = [HF_HEAD_NAMES[k] for k in missing_head] if mlm else []
+    initialised = [HF_HEAD_NAMES[k] for k in missing_head] if mlm else missing_pool
     r = model.load_report = LoadReport(list(names), dropped, initialised)
     if r.dropped or r.initialised:
         warnings.warn(f"loading BERT weights into a {type(model).__name__}: {r}", stacklevel=2)
     return model
 
 # %% ../nbs/02_bert.ipynb #fdf2ff41
-@torch.no_grad()
-def layer_outputs(encoder: BertEncoder, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                  attn_mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    "([h^0, ..., h^L] each (B, T, d_model), [each layer's attention weights (B, nh, T, T)]), in eval mode."
-    h, hs, ps = encoder.embed(ids, token_type_ids), [], []
-    for layer in encoder.layers:
-        hs.append(h); ps.append(layer.attn.probs(h, _attn_bias(attn_mask, h.dtype)))
-        h = layer(h, attn_mask)
-    return hs + [h], ps
-
 def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
     "Bars of max |ours - reference| per layer, one group per named quantity, on a log axis against `tol`."
     import matplotlib.pyplot as plt
@@ -1001,28 +1129,6 @@ def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
     ax.set(yscale='log', title='ours against transformers, layer by layer', xlabel='layer (0: embeddings)',
            ylabel='max |difference|'); ax.legend(fontsize=8)
     return fig
-
-# %% ../nbs/02_bert.ipynb #b171313e
-_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
-                  n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
-                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
-
-@patch(cls_method=True)
-def from_hf(cls: BertConfig, d: dict) -> BertConfig:
-    "A BertConfig from a transformers BERT config dict (`config.json`)."
-    for key, want in ('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'):
-        if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
-    required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
-    missing = [k for k in required if k not in d]
-    if missing: raise ValueError(f"config lacks {missing}")
-    return cls(**{ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d})
-
-@patch
-def to_hf(self: BertConfig) -> dict:
-    "This config as a transformers BertConfig dict."
-    return {'model_type': 'bert', **{hf: getattr(self, ours) for ours, hf in _HF_CONFIG.items()},
-            'attention_probs_dropout_prob': self.dropout, 'hidden_act': 'gelu',
-            'position_embedding_type': 'absolute', 'initializer_range': 0.02}
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
 def _read_json(path: Path) -> dict:
@@ -1115,12 +1221,16 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     if weights is None: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {dir}")
     sd = (_read_safetensors if weights.suffix == '.safetensors' else _read_bin)(weights)
     _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
-    if cls is None:
+    block = meta.get('bert_nb') if isinstance(meta.get('bert_nb'), dict) else {}  # what save_bert saved
+    if cls is None:  # else: whatever has an MLM head
         head = any(_hf_key(k).startswith('cls.predictions.') for k in sd)
-        block = meta.get('bert_nb')  # what save_bert saved; else: whatever has an MLM head
-        ours = block.get('class') if isinstance(block, dict) else None
+        ours = block.get('class')
         cls = BertForMLM if ours == 'BertForMLM' or (ours is None and head) else BertEncoder
-    return load_hf_bert(cls(config), sd, strict=cls is BertForMLM if strict is None else strict).eval()
+    if block.get('pooler') is False:  # the placeholder save_bert writes for transformers' BertModel
+        sd = {k: v for k, v in sd.items() if not _hf_key(k).startswith('pooler.')}
+    if cls is BertForMLM: model = BertForMLM(config)
+    else: model = BertEncoder(config, pooler=any(_hf_key(k) == POOLER_NAMES[0] for k in sd))
+    return load_hf_bert(model, sd, strict=cls is BertForMLM if strict is None else strict).eval()
 
 from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
 
@@ -1196,13 +1306,15 @@ def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer 
     pre, hf_pre = ('encoder.', 'bert.') if mlm else ('', '')
     sd = {hf_pre + hf: ours[pre + o] for hf, o in hf_encoder_names(enc.config.n_layers).items()}
     if mlm: sd |= {hf: ours[o] for hf, o in HF_HEAD_NAMES.items()}
-    else:  # BertModel always has a pooler; ours is untrained, initialised as transformers would
+    elif enc.pooler is not None: sd |= {k: ours[k] for k in POOLER_NAMES}
+    else:  # BertModel always has a pooler: a placeholder, initialised as transformers would, that we skip
         d = enc.config.d_model
         sd |= {'pooler.dense.weight': torch.from_numpy(normal_init(PCG32(0), (d, d))),
                'pooler.dense.bias': torch.zeros(d)}
+    block = {'class': type(model).__name__} | ({} if mlm else {'pooler': enc.pooler is not None})
     config = enc.config.to_hf() | {
         'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True,
-        'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
+        'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': block}
     def write(tmp):
         save_file(sd, tmp / 'model.safetensors', metadata={'format': 'pt'})
         (tmp / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
