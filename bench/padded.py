@@ -46,8 +46,8 @@ def inference(batches):
     tokens = np.mean([int(b['attention_mask'].sum()) for b in batches])
     return {k: tokens / v for k, v in t.items()}
 
-def train_sides(batches):
-    hf, ours = models()
+def train_sides(batches, device='cpu'):
+    hf, ours = (m.to(device) for m in models())
     opt_hf, opt_ours = (torch.optim.AdamW(m.parameters(), lr=1e-4) for m in (hf, ours))
     it = {'hf': 0, 'ours': 0}
     def hf_step():

@@ -23,8 +23,8 @@ __all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrai
            'plot_word_masking', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'BertConfig',
            'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler', 'EncoderOutput', 'BertEncoder',
            'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM', 'position_loss', 'plot_position_loss',
-           'attention_reach', 'plot_attention_reach', 'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport',
-           'load_hf_bert', 'plot_layer_diffs', 'load_bert', 'save_bert']
+           'attention_reach', 'plot_attention_reach', 'plot_unpadding', 'hf_encoder_names', 'hf_bert_encoder_sd',
+           'LoadReport', 'load_hf_bert', 'plot_layer_diffs', 'load_bert', 'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -992,6 +992,19 @@ def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: tor
             ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
     fig.subplots_adjust(wspace=0.35)
     fig.colorbar(im, ax=axs, label='log10 |d out_i / d emb_j| (floor -6)')
+    return fig
+
+# %% ../nbs/02_bert.ipynb #c0d1e502
+def plot_unpadding(mask: torch.Tensor, times: dict[str, float]):
+    "Real tokens (dark) and padding of a batch; seconds per layer of each path, as bars."
+    import matplotlib.pyplot as plt
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[2, 1]))
+    a0.imshow(mask.T.cpu().numpy(), cmap='Greys', aspect='auto', interpolation='nearest')
+    a0.set(title=f'{int(mask.sum()):,} real tokens of {mask.numel():,} ({mask.float().mean():.0%})',
+           xlabel='sequence', ylabel='position')
+    a1.barh(list(times), [1e3 * t for t in times.values()], color=['C7', 'C0'])
+    a1.set(title='one layer, forward', xlabel='milliseconds')
+    fig.tight_layout()
     return fig
 
 # %% ../nbs/02_bert.ipynb #8d153f61

@@ -26,7 +26,8 @@ from .bert import (BertConfig, BertForMLM, mlm_mask, special_ids, save_bert, loa
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'LEARNED', 'read_corpus', 'shuffle',
            'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'RunArgs',
            'sinusoid_positions', 'weights_digest', 'MLMLoss', 'prepare', 'MaskTally', 'frequency_baseline', 'train',
-           'plot_losses', 'write_plots', 'find_model', 'load_model', 'fill', 'UsageError', 'heldout_blanks', 'main']
+           'plot_losses', 'write_plots', 'find_model', 'load_model', 'init_model', 'fill', 'UsageError',
+           'heldout_blanks', 'main', 'plot_fills']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
@@ -134,6 +135,7 @@ def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens:
 class RunArgs:
     corpus: list = field(default_factory=list)  # text files; empty: the bundled KJV
     vocab: str | None = None                    # a vocab.txt to use instead of training one
+    init: str | None = None                     # a model directory to continue pretraining (its vocab, sizes)
     vocab_size: int = 8192
     max_len: int = 32
     batch_size: int = 128
@@ -279,6 +281,7 @@ class _Run:
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
         tok = WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None
+        if a.init and not resume: tok = WordPieceTokenizer.from_vocab(find_model(a.init))
         self.data = prepare(a, tok, self.rank, self.world)
         self.tok = self.data['tok']
         shard = slice(self.rank, None, self.world)
@@ -289,10 +292,14 @@ class _Run:
         if a.batch_size > len(self.rows):
             raise ValueError(f"--batch-size {a.batch_size} is more than the {len(self.rows)} rows the corpus "
                              "packs into (per process)")
-        self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads,
-                              n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
-        self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
-        if a.sin_pos: sinusoid_positions(self.model.encoder, a.sin_scale)
+        if a.init:  # continued pretraining: the checkpoint's weights and config; a missing MLM head starts fresh
+            self.model = init_model(a.init)
+            self.cfg = self.model.config
+        else:
+            self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads,
+                                  n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
+            self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
+            if a.sin_pos: sinusoid_positions(self.model.encoder, a.sin_scale)
         self.model = self.model.to(self.device).train()
         self.loss_fn = MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
@@ -301,6 +308,9 @@ class _Run:
         self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
         self.step, self.tokens, self.metrics = 0, 0, dict(train=[], eval=[])
+        if a.init:
+            r = self.model.load_report
+            self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped, initialised=r.initialised)
 
     def start(self):
         "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
@@ -310,6 +320,7 @@ class _Run:
             fit = None if self.rank else _calibrate(self.model, a, self.data, self.tok, self.device, left)
             steps.append(_broadcast(fit, self.rank, self.world))
         self.set_total(min(steps))
+        if self.rank == 0 and a.init: print(f"starting from {a.init}: {self.model.load_report}")
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True); self.tok.save(self.out)
             (self.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
@@ -513,6 +524,12 @@ def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]
     d = find_model(path)
     return load_bert(d, cls=BertForMLM), WordPieceTokenizer.from_vocab(d)
 
+def init_model(path: str | os.PathLike) -> BertForMLM:
+    "The BertForMLM a run continues from (`--init`): any model directory; an MLM head it lacks starts fresh."
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
+        return load_bert(find_model(path), BertForMLM, strict=False).train()
+
 @torch.no_grad()
 def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
          top_k: int = 5) -> list[list[tuple[str, float]]]:
@@ -568,6 +585,8 @@ def _parser() -> _Parser:
     t.add_argument('--corpus', nargs='+',
                    help='text files, one document a line (.gz too); default: the bundled KJV')
     t.add_argument('--vocab', help='a vocab.txt to use instead of training one')
+    t.add_argument('--init', metavar='DIR', help='continue pretraining the model in DIR (bert-nb or '
+                   'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
     t.add_argument('--batch-size', type=_int(1), default=d.batch_size)
@@ -606,6 +625,8 @@ def _parser() -> _Parser:
 
 # %% ../nbs/03_pretrain.ipynb #34ffdf31
 _WITH_RESUME = {'--resume', '--stop-at', '--quiet', '--timeout'}  # how to run, not what to run
+_MODEL = {'--vocab', '--vocab-size', '--d-model', '--layers', '--heads', '--d-ff', '--dropout', '--sin-pos',
+          '--no-sin-pos', '--sin-scale'}  # what --init takes from its checkpoint instead
 
 def _read_args(path: Path) -> RunArgs:
     "A run's settings from its args.json, every key and type checked."
@@ -659,8 +680,17 @@ def _train_cmd(ns) -> int:
         vocab = len(WordPieceTokenizer.from_vocab(out / 'vocab.txt'))
     else:
         minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
+        if ns.init:
+            clash = sorted(ns.given & _MODEL)
+            if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
+            c = init_model(ns.init).config  # a directory that is not a model: exit 2 here
+            if ns.max_len > c.max_len:
+                raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of {ns.init}")
+            ns.init = str(find_model(ns.init).resolve())
+            ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
+            ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
         a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
-                    vocab=ns.vocab and str(Path(ns.vocab).resolve()), vocab_size=ns.vocab_size,
+                    vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
                     max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                     heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
                     sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
@@ -765,3 +795,16 @@ def main(argv: list[str] | None = None) -> int:
 #| eval: false
 # a file run as a program has __file__; a Jupyter kernel's __main__ has none (and argv is the kernel's)
 if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())
+
+# %% ../nbs/03_pretrain.ipynb #a0c1d204
+def plot_fills(model: BertForMLM, tok: WordPieceTokenizer, blanks: list[tuple[str, str]], top_k: int = 5):
+    "For each (text with one [MASK], the hidden word): the model's top_k guesses, the hidden word in green."
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, len(blanks), figsize=(2.4 * len(blanks), 2.4), squeeze=False)
+    for ax, (text, word) in zip(axs[0], blanks):
+        top = fill(model, tok, text, top_k)[0]
+        ax.barh(range(top_k, 0, -1), [p for _, p in top], color=['C2' if t == word else 'C0' for t, _ in top])
+        ax.set_yticks(range(top_k, 0, -1), [t for t, _ in top], fontsize=8)
+        ax.set(xlim=(0, 1), title=f'hidden: {word}', xlabel='probability')
+    fig.tight_layout()
+    return fig

@@ -38,10 +38,11 @@ def _item(x):
 class WordPieceTokenizer:
     "BERT's WordPiece tokenizer on a vocab whose specials are `[PAD] [UNK] [CLS] [SEP] [MASK]`."
     def __init__(self, tok: Tokenizer):
+        ids: list[int] = []
         for s in SPECIALS:
-            if tok.token_to_id(s) is None: raise ValueError(f"vocab lacks the special token {s}")
+            if (i := tok.token_to_id(s)) is None: raise ValueError(f"vocab lacks the special token {s}")
+            ids.append(i)
         self.tok = tok
-        ids = [tok.token_to_id(s) for s in SPECIALS]
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = ids
         tok.add_special_tokens(list(SPECIALS))
         tok.post_processor = processors.TemplateProcessing(

@@ -51,7 +51,7 @@ def test_eval_agrees_with_metrics(run, capsys, corpus):
     assert json.loads(capsys.readouterr().out)['n'] > want['n']
 
 def test_resume_equals_uninterrupted(corpus, run, tmp_path):
-    # a fixed vocab: the tokenizers trainer may break ties differently in another process
+    # a fixed vocab: the run's own, not trained again
     args = ['--corpus', str(corpus), '--steps', '10', '--vocab', str(run / 'vocab.txt')] + TINY
     assert main(args + ['--out', str(tmp_path / 'whole')]) == 0
     assert main(args + ['--out', str(tmp_path / 'parts'), '--stop-at', '4']) == 0
@@ -157,3 +157,34 @@ def test_transformers_reads_the_run_model(run, capsys):
         assert [i for i, _ in theirs] == [i for i, _ in mine]
         assert np.allclose([p for _, p in theirs], [p for _, p in mine], atol=1e-5)
     assert main(['fill', str(d), text, '--top-k', '3']) == 0 and capsys.readouterr().out.startswith('[MASK] 1:')
+
+INIT_ARGS = ['--corpus', None, '--batch-size', '8', '--max-len', '32', '--lr', '1e-3', '--evals', '2', '--quiet']
+
+def test_init_continues_pretraining_minilm(minilm_dir, corpus, tmp_path):
+    "--init from an encoder-only transformers directory: its vocab and sizes, a fresh MLM head (reported), resumable."
+    args = ['--init', str(minilm_dir)] + [str(corpus) if a is None else a for a in INIT_ARGS]
+    assert main(args + ['--steps', '6', '--out', str(tmp_path / 'whole')]) == 0
+    m = json.loads((tmp_path / 'whole' / 'metrics.json').read_text())
+    assert m['init']['initialised'] == ['head.dense.weight', 'head.dense.bias', 'head.ln.weight', 'head.ln.bias', 'head.bias']
+    assert sorted(m['init']['dropped']) == ['pooler.dense.bias', 'pooler.dense.weight'] and m['init']['used'] == 101
+    assert m['eval'][-1]['loss'] < m['eval'][0]['loss'] - 1.0  # the fresh head learns fast on trained features
+    assert (tmp_path / 'whole' / 'vocab.txt').read_bytes() == (minilm_dir / 'vocab.txt').read_bytes()
+    model = load_bert(tmp_path / 'whole' / 'model')
+    c = model.config
+    assert (c.vocab, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.max_len) == (30522, 384, 6, 12, 1536, 512)
+    args_json = json.loads((tmp_path / 'whole' / 'args.json').read_text())
+    assert args_json['init'] == str(minilm_dir.resolve()) and args_json['d_model'] == 384
+    assert main(args + ['--steps', '6', '--out', str(tmp_path / 'parts'), '--stop-at', '3']) == 0
+    assert main(['train', '--resume', str(tmp_path / 'parts'), '--quiet']) == 0
+    b = load_bert(tmp_path / 'parts' / 'model')
+    for (n, x), (_, y) in zip(model.state_dict().items(), b.state_dict().items()): assert torch.equal(x, y), n
+
+def test_init_refuses_what_it_cannot_take(minilm_dir, tmp_path, capsys):
+    for args, says in [(['--init', str(minilm_dir), '--d-model', '64'], 'drop --d-model'),
+                       (['--init', str(minilm_dir), '--vocab-size', '500'], 'drop --vocab-size'),
+                       (['--init', str(minilm_dir), '--max-len', '600'], 'more than the 512 positions'),
+                       (['--init', str(tmp_path / 'nothing')], 'not a bert-nb model')]:
+        assert main(args + ['--steps', '2', '--out', str(tmp_path / 'o')]) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], (args, err)
+    assert not (tmp_path / 'o').exists()

@@ -54,12 +54,10 @@ FAULTS = [
           'return F.gelu(x) if torch.is_grad_enabled() else torch.ops.aten.gelu_(x)', "return F.gelu(x, approximate='tanh')",
           ENCODER),
     Fault('s07', 'pre-LN instead of post-LN', 'bert.py', 'class BertLayer(',
-          'h = self.attn_ln(h + self.drop(self.attn(h, _attn_bias(attn_mask, h.dtype))))\n'
-          '        return self.ff_ln(h + self.drop(self.ff_out(_gelu(self.ff_in(h)))))',
-          'h = h + self.drop(self.attn(self.attn_ln(h), _attn_bias(attn_mask, h.dtype)))\n'
-          '        return h + self.drop(self.ff_out(_gelu(self.ff_in(self.ff_ln(h)))))', ENCODER),
-    Fault('s08', 'padded keys not masked', 'bert.py', 'class BertLayer(',
-          'self.attn(h, _attn_bias(attn_mask, h.dtype))', 'self.attn(h, None)', ENCODER),
+          'return self._ff(self.attn_ln(x + self.drop(self.attn.tokens(x, bias, B, T, at))))',
+          'return self._ff(x + self.drop(self.attn.tokens(self.attn_ln(x), bias, B, T, at)))', ENCODER),
+    Fault('s08', 'padded keys not masked', 'bert.py', 'class BertEncoder(',
+          'bias, hs, ws = _attn_bias(attn_mask, h.dtype), [h], []', 'bias, hs, ws = None, [h], []', ENCODER),
     Fault('s09', 'a causal mask', 'bert.py', 'class BertAttention(',
           'attn_mask=bias,',
           'attn_mask=(0 if bias is None else bias) + torch.full((T, T), torch.finfo(q.dtype).min, dtype=q.dtype,'
@@ -93,7 +91,7 @@ FAULTS += [
           'if u < total: return i', 'if u <= total: return i', RNG),
     Fault('r06', 'normal_init uses log(u) for log(1 - u)', 'rng.py', 'def normal_init(',
           'np.log1p(-u[:, 0])', 'np.log(u[:, 0] + 1e-300)', RNG),
-    Fault('r07', 'u32s leaves the generator a draw short', 'rng.py', 'def u32s(',
+    Fault('r07', 'u32s leaves the generator a draw short', 'rng.py', 'class PCG32',
           '    self.advance(n)', '    self.advance(n - 1)', RNG),
     Fault('r08', 'jump-ahead tables one step off', 'rng.py', 'def _tables(',
           'return a[:n], c[:n]', 'return a[1:n + 1], c[1:n + 1]', RNG),
@@ -101,7 +99,7 @@ FAULTS += [
           'strip_accents=None, lowercase=lowercase', 'strip_accents=None, lowercase=True', WORDPIECE),
     Fault('w02', "a pair's second [SEP] in segment A", 'wordpiece.py', 'class WordPieceTokenizer',
           "$B:1 [SEP]:1", "$B:1 [SEP]:0", WORDPIECE),
-    Fault('w03', 'truncation cuts the first text only', 'wordpiece.py', 'def encode_batch(',
+    Fault('w03', 'truncation cuts the first text only', 'wordpiece.py', 'class WordPieceTokenizer',
           "strategy='longest_first'", "strategy='only_first'", WORDPIECE),
     Fault('w04', 'a duplicated token accepted', 'wordpiece.py', 'class WordPieceTokenizer',
           '        if twice:', '        if twice and False:', WORDPIECE),
@@ -110,7 +108,7 @@ FAULTS += [
     Fault('b01', 'mlm_mask accepts an id equal to vocab', 'bert.py', 'def _check_ids(',
           'bad = (a < 0) | (a >= vocab)', 'bad = (a < 0) | (a > vocab)', MORE_MASKING),
     Fault('b02', 'the attention weights never drop out', 'bert.py', 'class BertAttention(',
-          'p = self.dropout if self.training else 0.0', 'p = 0.0', ['tests/test_contracts.py'] + ENCODER),
+          'dropout_p=self.dropout * self.training', 'dropout_p=0.0', ['tests/test_contracts.py'] + ENCODER),
     Fault('b03', "LayerNorm's default eps (1e-5) after attention", 'bert.py', 'class BertLayer(',
           'self.attn_ln = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)', 'self.attn_ln = nn.LayerNorm(cfg.d_model)',
           ENCODER),
@@ -118,7 +116,7 @@ FAULTS += [
           's = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])',
           's = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1] * self.n_heads)', ENCODER),
     Fault('b05', 'position embeddings shifted by one', 'bert.py', 'class BertEncoder(',
-          'self.pos_emb.weight[:ids.shape[1]]', 'self.pos_emb.weight[1:ids.shape[1] + 1]', ENCODER),
+          'self.pos_emb.weight[:ref.shape[1]]', 'self.pos_emb.weight[1:ref.shape[1] + 1]', ENCODER),
     Fault('b06', 'the loss averaged over every position', 'bert.py', 'def _mlm_loss(',
           "/ n.clamp(min=1)", "/ labels.numel()", ENCODER),
     Fault('b07', 'query and key swapped in the checkpoint map', 'bert.py', '_LAYER = ',
@@ -166,6 +164,31 @@ FAULTS += [
           '        a.out = str(out)', '        a.out = a.out', ['tests/test_reliability.py', '-k', 'copy']),
     Fault('p12', 'held-out evaluation masks at the training rate', 'pretrain.py', 'def evaluate(',
           'tok, EVAL_P, rng, device)', 'tok, 0.4, rng, device)', PRETRAIN),
+]
+
+API, UNPAD = ['tests/test_api.py', '-k', 'not mypy'], ['tests/test_unpad.py']
+VOCAB = ['tests/test_wordpiece.py', '-k', 'naive or processes']
+# What later chapters use (#16) and the unpadded path (#17).
+FAULTS += [
+    Fault('k01', 'the vocabulary trainer counts each word once, not by its frequency', 'wordpiece.py', 'def merges(',
+          'pairs[p] += freq[i]', 'pairs[p] += 1', VOCAB),
+    Fault('k02', 'the vocabulary trainer breaks ties to the last pair in string order', 'wordpiece.py', 'def merges(',
+          'heap = [(-n, a, b) for (a, b), n in pairs.items()]',
+          'heap = [(-n, a, b) for (a, b), n in pairs.items()]; heapq.heapify(heap); heap.reverse()', VOCAB),
+    Fault('k03', 'save_bert writes the placeholder over a real pooler', 'bert.py', 'def save_bert(',
+          'elif enc.pooler is not None:', 'elif False:', API),
+    Fault('k04', 'the explicit attention path ignores the padding bias', 'bert.py', 'class BertAttention(',
+          'return (s if bias is None else s + bias).softmax(-1)', 'return s.softmax(-1)', API),
+    Fault('k05', 'hidden states skip the embeddings', 'bert.py', 'class BertEncoder(',
+          'tuple(hs) if output_hidden_states else None', 'tuple(hs[1:]) if output_hidden_states else None', API),
+    Fault('k06', '--init starts from fresh weights', 'pretrain.py', 'class _Run:',
+          'self.model = init_model(a.init)', 'self.model = BertForMLM(init_model(a.init).config)',
+          ['tests/test_pretrain.py', '-k', 'init']),
+    Fault('u01', 'unpadded attention reads the rows in the wrong order', 'bert.py', 'class BertAttention(',
+          'return self.o(y if at is None else y[at])', 'return self.o(y if at is None else y[at.flip(0)])', UNPAD),
+    Fault('u02', 'unpadding keeps the padding of the last row', 'bert.py', 'class BertEncoder(',
+          'if len(at) == attn_mask.numel(): at, bias = None, None',
+          'if len(at) >= attn_mask.numel() - attn_mask.shape[1]: at, bias = None, None', UNPAD),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:

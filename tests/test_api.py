@@ -1,0 +1,181 @@
+"""What later chapters use: hidden states, attention maps and inputs_embeds against transformers' eager BertModel;
+the pooler through checkpoints; the public names typed (mypy) and compile-ready (no dynamo graph breaks)."""
+import subprocess, sys, textwrap, warnings
+import pytest
+import torch
+import transformers
+from transformers import BertModel
+import bert_nb
+from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, EncoderOutput, MLMOutput, load_bert, save_bert,
+                          mlm_batch)
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import WordPieceTokenizer
+
+transformers.logging.set_verbosity_error()
+
+@pytest.fixture(scope='module')
+def minilm(minilm_dir):
+    "Ours (encoder with pooler, and BertForMLM with a fresh head), transformers' eager BertModel, a padded batch."
+    enc = load_bert(minilm_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the fresh head and the dropped pooler are reported
+        mlm = load_bert(minilm_dir, BertForMLM, strict=False)
+    ref = BertModel.from_pretrained(minilm_dir, attn_implementation='eager').eval()
+    tok = WordPieceTokenizer.from_vocab(minilm_dir)
+    texts = ['The cat sat on the mat.', ('Where did the cat sit?', 'On the mat, of course, where else?'), 'Hi.']
+    b = {k: torch.from_numpy(v) for k, v in mlm_batch(tok, texts, 64, 0.0, PCG32(0)).items()}
+    return enc, mlm, ref, b
+
+def test_hidden_states_and_attentions_equal_transformers_eager(minilm):
+    enc, mlm, ref, b = minilm
+    ids, types, mask = b['input_ids'], b['token_type_ids'], b['attention_mask']
+    with torch.no_grad():
+        want = ref(input_ids=ids, token_type_ids=types, attention_mask=mask, output_hidden_states=True,
+                   output_attentions=True)
+        outs = [enc(ids, types, mask, output_hidden_states=True, output_attentions=True),
+                mlm(ids, types, mask, output_hidden_states=True, output_attentions=True)]
+    r = mask.bool()
+    for out in outs:
+        assert len(out.hidden_states) == 7 and len(out.attentions) == 6
+        for a, w in zip(out.hidden_states, want.hidden_states):
+            torch.testing.assert_close(a[r], w[r], rtol=0, atol=1e-5)
+        for a, w in zip(out.attentions, want.attentions):
+            assert a.shape == (3, 12, ids.shape[1], ids.shape[1])
+            torch.testing.assert_close(a, w, rtol=0, atol=1e-5)
+    torch.testing.assert_close(outs[0].pooled, want.pooler_output, rtol=0, atol=1e-5)
+    assert isinstance(outs[0], EncoderOutput) and isinstance(outs[1], MLMOutput)
+
+def test_hidden_states_alone_keep_sdpa_and_agree(minilm):
+    enc, _, ref, b = minilm
+    ids, types, mask = b['input_ids'], b['token_type_ids'], b['attention_mask']
+    with torch.no_grad():
+        want = ref(input_ids=ids, token_type_ids=types, attention_mask=mask, output_hidden_states=True)
+        out = enc(ids, types, mask, output_hidden_states=True)
+    assert out.attentions is None and len(out.hidden_states) == 7
+    r = mask.bool()
+    for a, w in zip(out.hidden_states, want.hidden_states):
+        torch.testing.assert_close(a[r], w[r], rtol=0, atol=1e-5)
+    assert torch.equal(out.last_hidden_state, out.hidden_states[-1])
+
+def test_the_default_returns_are_the_seeds(minilm):
+    enc, mlm, _, b = minilm
+    ids, mask = b['input_ids'], b['attention_mask']
+    with torch.no_grad():
+        h = enc(ids, attn_mask=mask)
+        logits, loss = mlm(ids, attn_mask=mask)  # still unpacks as (logits, loss)
+        full = mlm(ids, attn_mask=mask, output_attentions=True)
+    assert isinstance(h, torch.Tensor) and h.shape == (3, ids.shape[1], 384) and loss is None
+    logits2, loss2, hs, ps = full
+    assert hs is None and len(ps) == 6 and loss2 is None
+    r = mask.bool()
+    torch.testing.assert_close(logits2[r], logits[r], rtol=0, atol=1e-4)
+
+def test_inputs_embeds_is_the_word_table_lookup_and_has_a_gradient(minilm):
+    enc, _, ref, b = minilm
+    ids, types, mask = b['input_ids'], b['token_type_ids'], b['attention_mask']
+    emb = enc.word_emb(ids).detach().requires_grad_()
+    h = enc(inputs_embeds=emb, token_type_ids=types, attn_mask=mask)
+    with torch.no_grad():
+        want = ref(inputs_embeds=emb, token_type_ids=types, attention_mask=mask).last_hidden_state
+        plain = enc(ids, types, mask)
+    r = mask.bool()
+    torch.testing.assert_close(h[r], want[r], rtol=0, atol=1e-5)
+    torch.testing.assert_close(h[r], plain[r], rtol=0, atol=1e-6)
+    h[0, 1].sum().backward()  # saliency: how the output at token 1 depends on each input embedding
+    assert emb.grad.abs().sum() > 0 and (emb.grad[0, ~r[0]] == 0).all()  # padding is never read
+
+@pytest.mark.parametrize('kw, match', [
+    (dict(), 'give ids or inputs_embeds'),
+    (dict(ids=torch.zeros(1, 3, dtype=torch.long), inputs_embeds=torch.zeros(1, 3, 8)), 'not both'),
+    (dict(inputs_embeds=torch.zeros(1, 3, 7)), r'inputs_embeds must be a float \(B, T, 8\) tensor'),
+    (dict(inputs_embeds=torch.zeros(1, 3, 8, dtype=torch.long)), 'inputs_embeds must be a float'),
+    (dict(inputs_embeds=torch.zeros(1, 9, 8)), 'more than max_len=6'),
+    (dict(inputs_embeds=torch.zeros(1, 3, 8), token_type_ids=torch.zeros(1, 4, dtype=torch.long)), 'shape of ids'),
+])
+def test_bad_inputs_embeds(kw, match):
+    enc = BertEncoder(BertConfig(20, max_len=6, d_model=8, n_heads=2, n_layers=1, d_ff=16))
+    with pytest.raises(ValueError, match=match): enc(**kw)
+
+def test_pooler_round_trip(tmp_path):
+    cfg = BertConfig(40, max_len=12, d_model=16, n_heads=2, n_layers=2, d_ff=24, dropout=0.0)
+    enc = BertEncoder(cfg, PCG32(1), pooler=True).eval()
+    with torch.no_grad(): enc.pooler.dense.bias.normal_()  # a zero bias would hide a swapped weight and bias
+    save_bert(enc, tmp_path / 'p')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # nothing dropped, nothing initialised
+        back = load_bert(tmp_path / 'p')
+    assert back.pooler is not None
+    for (k, a), (k2, b) in zip(enc.state_dict().items(), back.state_dict().items()): assert k == k2 and torch.equal(a, b)
+    ids = torch.tensor([[2, 7, 9, 3], [2, 5, 3, 0]])
+    hf = BertModel.from_pretrained(tmp_path / 'p').eval()
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids, attn_mask=(ids > 0).long(), output_hidden_states=True).pooled,
+                                   hf(input_ids=ids, attention_mask=(ids > 0).long()).pooler_output, rtol=0, atol=1e-6)
+    plain = BertEncoder(cfg, PCG32(1)).eval()
+    save_bert(plain, tmp_path / 'q')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # the placeholder pooler transformers needs is not reported as dropped
+        again = load_bert(tmp_path / 'q')
+    assert again.pooler is None and again.load_report.dropped == []
+    _, info = BertModel.from_pretrained(tmp_path / 'q', output_loading_info=True)
+    assert not info['missing_keys'] and not info['unexpected_keys']
+
+def test_an_encoder_missing_its_pooler(tmp_path):
+    cfg = BertConfig(40, max_len=12, d_model=16, n_heads=2, n_layers=2, d_ff=24)
+    save_bert(BertEncoder(cfg, PCG32(1)), tmp_path / 'q')
+    sd = {k: v for k, v in load_bert(tmp_path / 'q').state_dict().items()}
+    from bert_nb.bert import load_hf_bert, hf_encoder_names
+    hf_sd = {hf: sd[ours] for hf, ours in hf_encoder_names(2).items()}
+    with pytest.raises(ValueError, match='no pooler'): load_hf_bert(BertEncoder(cfg, pooler=True), hf_sd)
+    with pytest.warns(UserWarning, match=r'initialised 2 \(pooler.dense'):
+        m = load_hf_bert(BertEncoder(cfg, pooler=True), hf_sd, strict=False)
+    assert m.load_report.initialised == ['pooler.dense.weight', 'pooler.dense.bias']
+
+def _breaks(model, *args) -> int:
+    torch._dynamo.reset()
+    return torch._dynamo.explain(model)(*args).graph_break_count
+
+@pytest.mark.parametrize('training', [False, True])
+def test_no_graph_breaks(training):
+    "torch.compile sees one graph: the input checks make no host sync (they are skipped under compile)."
+    cfg = BertConfig(50, max_len=16, d_model=16, n_heads=2, n_layers=2, d_ff=32)
+    ids = torch.randint(5, 50, (2, 10))
+    for model in (BertEncoder(cfg), BertForMLM(cfg)):
+        model.train(training)
+        assert _breaks(model, ids) == 0
+        assert _breaks(model, ids, None, torch.ones_like(ids)) == 0  # a padding mask: the padded layout
+
+MYPY_SCRIPT = '''
+import torch
+import bert_nb
+from bert_nb import BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTokenizer, load_bert, mlm_mask
+
+cfg: BertConfig = BertConfig.from_hf(BertConfig(100, n_layers=2).to_hf())
+enc = BertEncoder(cfg, PCG32(0), pooler=True)
+rng = PCG32(1)
+rng.advance(3)
+draws = rng.u32s(4).tolist()
+tok = WordPieceTokenizer.train(['a b c'] * 4, 30)
+n: int = len(tok)
+ids: list[int] = tok.encode('a b')
+inputs, labels = mlm_mask([ids], [[True, False, False, True]], tok.mask_id, len(tok), 0.15, PCG32(2))
+model = load_bert(bert_nb.KJV)
+'''
+
+def test_mypy_sees_the_public_interface(tmp_path):
+    (tmp_path / 'use.py').write_text(textwrap.dedent(MYPY_SCRIPT))
+    r = subprocess.run([sys.executable, '-m', 'mypy', '--no-incremental', '--ignore-missing-imports',
+                        '--follow-imports=silent', str(tmp_path / 'use.py')], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+def test_the_package_is_typed_and_reexports_its_names():
+    import ast, importlib.resources, sys as _sys
+    root = importlib.resources.files('bert_nb')
+    assert (root / 'py.typed').is_file()
+    tree = ast.parse((root / '__init__.py').read_text())
+    typed = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith('bert_nb.')
+             for a in n.names}
+    assert typed == set(bert_nb._WHERE)  # what type checkers see is what __getattr__ serves
+    for name in bert_nb.__all__: assert getattr(bert_nb, name) is not None
+    code = 'import sys, bert_nb.rng; print("torch" in sys.modules)'
+    assert subprocess.run([_sys.executable, '-c', code], capture_output=True, text=True).stdout.strip() == 'False'
