@@ -623,8 +623,8 @@ class BertAttention(nn.Module):
 
     def tokens(self, x: torch.Tensor, bias: torch.Tensor | None, B: int, T: int,
                at: torch.Tensor | None = None) -> torch.Tensor:
-        """(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them, or only those at the flat positions
-        `at` (the real ones, section 2.5): q, k, v are laid out (B, T) for SDPA, with zeros at the others."""
+        """(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them, or only those at the flat
+        positions `at` (the real ones, section 2.5): q, k, v are laid out (B, T) for SDPA, zeros elsewhere."""
         qkv = self.qkv(x)
         if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy(0, at, qkv)
         q, k, v = self.heads(qkv, B, T)  # each (B, nh, T, hs)
@@ -669,7 +669,7 @@ class BertLayer(nn.Module):
 
     def with_probs(self, h: torch.Tensor, bias: torch.Tensor | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        "(B, T, d_model) -> (the layer's output, its attention weights (B, nh, T, T)), by the explicit softmax."
+        "(B, T, d_model) -> (the output, its attention weights (B, nh, T, T)), by the explicit softmax."
         y, w = self.attn.with_probs(h, bias)
         return self._ff(self.attn_ln(h + self.drop(y))), w
 

@@ -292,7 +292,7 @@ class _Run:
         if a.batch_size > len(self.rows):
             raise ValueError(f"--batch-size {a.batch_size} is more than the {len(self.rows)} rows the corpus "
                              "packs into (per process)")
-        if a.init:  # continued pretraining: the checkpoint's weights and config; a missing MLM head starts fresh
+        if a.init:  # continued pretraining: the checkpoint's weights and config; a missing head starts fresh
             self.model = init_model(a.init)
             self.cfg = self.model.config
         else:
@@ -310,7 +310,8 @@ class _Run:
         self.step, self.tokens, self.metrics = 0, 0, dict(train=[], eval=[])
         if a.init:
             r = self.model.load_report
-            self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped, initialised=r.initialised)
+            self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
+                                        initialised=r.initialised)
 
     def start(self):
         "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
@@ -685,7 +686,8 @@ def _train_cmd(ns) -> int:
             if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
             c = init_model(ns.init).config  # a directory that is not a model: exit 2 here
             if ns.max_len > c.max_len:
-                raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of {ns.init}")
+                raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of "
+                                 f"{ns.init}")
             ns.init = str(find_model(ns.init).resolve())
             ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
             ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False

@@ -104,7 +104,7 @@ class WordPieceTokenizer:
 
     @classmethod
     def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
-        "Learn a WordPiece vocab of `vocab_size` tokens from an iterable of texts (`train_vocab`); specials are ids 0-4."
+        "A WordPiece vocab of `vocab_size` tokens learned from texts (`train_vocab`); specials: ids 0-4."
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
             raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
         if vocab_size < len(SPECIALS):
@@ -171,7 +171,7 @@ def _merge(w: list[str], a: str, b: str, new: str) -> list[str]:
     return out
 
 def merges(counts: dict[str, int]):
-    "Yield (a, b, count): the most frequent adjacent pair of the words, merged; ties to the first in string order."
+    "Yield (a, b, count): the most frequent adjacent pair, merged; ties go to the first in string order."
     words = [[w[0]] + ['##' + c for c in w[1:]] for w in counts]
     freq, pairs, where = list(counts.values()), Counter(), defaultdict(set)
     for i, w in enumerate(words):
@@ -193,8 +193,9 @@ def merges(counts: dict[str, int]):
             else: del pairs[p]; where.pop(p, None)
 
 def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
-    """A WordPiece vocabulary from word counts: the specials, every character (word-initial `c`, continuing
-    `##c`) in code-point order, then merged pieces in merge order, until `vocab_size` tokens or no pair left."""
+    """A WordPiece vocabulary from word counts: the specials, every character (word-initial `c`,
+    continuing `##c`) in code-point order, then merged pieces in merge order, until `vocab_size` tokens or no
+    pair is left."""
     chars = {c for w in counts for c in [w[0]] + ['##' + c for c in w[1:]]}
     vocab = list(SPECIALS) + sorted(chars - set(SPECIALS))
     known = set(vocab)
