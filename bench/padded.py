@@ -77,22 +77,30 @@ def training(batches):
     tokens = np.mean([int(b['attention_mask'].sum()) for b in batches])
     return {k: tokens / v for k, v in t.items()}
 
-def peak_mb(side: str, q):
-    "Peak resident memory of training steps, above what the process held before them."
-    tok = WordPieceTokenizer.train(read_corpus([DEFAULT_CORPUS]), 8192)
-    batches = verses(tok, 4, 32)
-    _, _, hf_step, ours_step = train_sides(batches)
-    f = hf_step if side == 'transformers' else ours_step
+def peak_mb(case: str, side: str, q):
+    "Peak resident memory of a few calls (training steps, or inference batches), above the process before them."
+    if case == 'training':
+        _, _, hf_step, ours_step = train_sides(verses(WordPieceTokenizer.train(read_corpus([DEFAULT_CORPUS]), 8192), 4, 32))
+        f = hf_step if side == 'transformers' else ours_step
+    else:
+        batches = verses(WordPieceTokenizer.from_vocab(minilm_dir()), 4, 64)
+        m = BertModel.from_pretrained(minilm_dir(), attn_implementation='sdpa') if side == 'transformers' else load_bert(minilm_dir())
+        call = (lambda b: m(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'], attention_mask=b['attention_mask'])) \
+            if side == 'transformers' else (lambda b: m(b['input_ids'], b['token_type_ids'], b['attention_mask']))
+        def f():
+            with torch.no_grad():
+                for b in batches: call(b)
+        m.eval()
     f()
     rss = lambda field: next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
     base = rss('VmRSS:')
     open('/proc/self/clear_refs', 'w').write('5')
-    for _ in range(4): f()
+    for _ in range(3): f()
     q.put(rss('VmHWM:') - base)
 
-def measure_peak(side):
+def measure_peak(case, side):
     ctx = mp.get_context('spawn'); q = ctx.Queue()
-    p = ctx.Process(target=peak_mb, args=(side, q)); p.start(); p.join()
+    p = ctx.Process(target=peak_mb, args=(case, side, q)); p.start(); p.join()
     return q.get()
 
 def main():
@@ -110,9 +118,10 @@ def main():
           f"{real_share(tr):.0%} real tokens")
     ok &= report('padded training step: V 8,192, d 256, 4 layers; losses equal to 1e-5', 'real tokens/s',
                  training(tr), {('ours loss() + backward + step', 'transformers BertForMaskedLM (sdpa)'): 2.5})
-    mem = {side: measure_peak(side) for side in ('transformers', 'ours')}
-    print('  peak memory of training steps (MB above the process before them): '
-          + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
+    for case in ('inference', 'training'):
+        mem = {side: measure_peak(case, side) for side in ('transformers', 'ours')}
+        print(f'  peak memory, {case} (MB above the process before it): '
+              + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
     return ok
 
 if __name__ == '__main__': sys.exit(0 if main() else 1)

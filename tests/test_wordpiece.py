@@ -116,6 +116,12 @@ def test_train_vocab_equals_a_naive_recount(corpus):
     for size in (40, 300, 900):
         assert train_vocab(counts, size) == _naive_vocab(counts, size)[:size]
 
+def test_ties_go_to_the_first_pair_in_string_order():
+    from bert_nb.wordpiece import train_vocab
+    for counts in ({'ab': 3, 'cd': 3}, {'cd': 3, 'ab': 3}):  # either insertion order
+        assert train_vocab(counts, 11)[5:] == ['##b', '##d', 'a', 'c', 'ab', 'cd']
+    assert train_vocab({'xy': 2, 'ab': 1}, 10)[-1] == 'xy'  # a count beats string order
+
 VOCAB_SCRIPT = '''
 import sys
 from bert_nb.pretrain import read_corpus, split_lines, DEFAULT_CORPUS
