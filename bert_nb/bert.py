@@ -682,9 +682,9 @@ def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str]
     import matplotlib.pyplot as plt
     maps = maps.detach().float().cpu().numpy()
     fig, axs = plt.subplots(1, len(maps), figsize=(3.2 * len(maps) + 1, 3.4), squeeze=False)
-    for ax, m, title in zip(axs[0], maps, titles):
+    for i, (ax, m, title) in enumerate(zip(axs[0], maps, titles)):
         im = ax.imshow(m, cmap='Blues', vmin=0, vmax=1)
-        ax.set(title=title, xlabel='key', ylabel='query')
+        ax.set(title=title, xlabel='key', ylabel='query' if i == 0 else '')
         if tokens is not None:
             ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
             ax.set_yticks(range(len(tokens)), tokens, fontsize=7)

@@ -126,3 +126,20 @@ def test_learning_rate_schedule():
     from bert_nb.pretrain import lr_factor
     assert [lr_factor(s, 10, 4) for s in range(10)] == [0.25, 0.5, 0.75, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6]
     assert lr_factor(10, 10, 4) == 0.0 and lr_factor(0, 1, 1) == 1.0
+
+@pytest.mark.parametrize('margin, learned', [(0.05, False), (0.16, True)])
+def test_learned_means_15_points_above_always_guessing_the_commonest_token(corpus, tmp_path, monkeypatch, margin, learned):
+    "A baseline `margin` under the run's final accuracy: 5 points above it is not learning, 16 points is."
+    import warnings
+    seen, evaluate = [], pretrain.evaluate
+    def recording(*a, **kw):
+        seen.append(evaluate(*a, **kw)); return seen[-1]
+    monkeypatch.setattr(pretrain, 'evaluate', recording)
+    monkeypatch.setattr(pretrain, 'frequency_baseline', lambda tok, rows: ('the', seen[-1]['acc'] - margin))
+    a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64, steps=3,
+                minutes=None, evals=1, out=str(tmp_path / 'run'))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter('always')
+        train(a, progress=False)
+    assert json.loads((tmp_path / 'run' / 'metrics.json').read_text())['learned'] is learned
+    assert any('did not learn' in str(w.message) for w in said) is not learned
