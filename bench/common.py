@@ -32,3 +32,22 @@ def report(title: str, unit: str, rates: dict, targets: dict):
         ok &= ratio >= target
         print(f"  ratio {ours} / {ref}: {ratio:.2f}x (target >= {target}x) {'ok' if ratio >= target else 'BELOW TARGET'}")
     return ok
+
+def peak_rss_mb(f, calls: int = 3) -> float:
+    "Peak resident memory of `calls` calls of f, above what the process held before them (after one warm-up call)."
+    f()  # warm up: allocator pools, gradients exist
+    def rss(field):
+        return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
+    base = rss('VmRSS:')
+    open('/proc/self/clear_refs', 'w').write('5')  # reset the peak-RSS mark (the kernel's high-water mark)
+    for _ in range(calls): f()
+    return rss('VmHWM:') - base
+
+def _put(q, measure, args): q.put(measure(*args))
+
+def in_fresh_process(measure, *args):
+    "measure(*args) in a spawned process (only what it builds is alive there), its result sent back."
+    import multiprocessing as mp
+    ctx = mp.get_context('spawn'); q = ctx.Queue()
+    p = ctx.Process(target=_put, args=(q, measure, args)); p.start(); p.join()
+    return q.get()

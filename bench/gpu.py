@@ -47,38 +47,15 @@ def main(device: str = 'cuda', rounds: int = 20) -> bool:
 
 def padded_cases(dev, sync, rounds: int) -> bool:
     "padded.py's two cases on `dev`, float32: real tokens per second, ours against transformers."
-    from transformers import BertModel
-    from bert_nb.bert import load_bert
     from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
     from bert_nb.wordpiece import WordPieceTokenizer
     on = lambda bs: [{k: v.to(dev) for k, v in b.items()} for b in bs]
     inf = on(padded.verses(WordPieceTokenizer.from_vocab(padded.minilm_dir()), 8, 64))
-    hf = BertModel.from_pretrained(padded.minilm_dir(), attn_implementation='sdpa').to(dev).eval()
-    ours = load_bert(padded.minilm_dir()).to(dev).eval()
-    def cycle(f, batches):
-        state = {'i': 0}
-        def g():
-            b = batches[state['i'] % len(batches)]; state['i'] += 1
-            with torch.no_grad(): f(b)
-            sync()
-        return g
-    fns = {'transformers BertModel (sdpa)': cycle(lambda b: hf(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'],
-                                                                attention_mask=b['attention_mask']), inf),
-           'ours BertEncoder': cycle(lambda b: ours(b['input_ids'], b['token_type_ids'], b['attention_mask']), inf)}
-    for f in fns.values(): f(); f()
-    tokens = sum(int(b['attention_mask'].sum()) for b in inf) / len(inf)
-    ok = report(f'padded inference on {dev.type}: MiniLM, 64 verses', 'real tokens/s',
-                {k: tokens / v for k, v in interleaved(fns, rounds).items()},
+    ok = report(f'padded inference on {dev.type}: MiniLM, 64 verses', 'real tokens/s', padded.inference(inf, dev, sync, rounds),
                 {('ours BertEncoder', 'transformers BertModel (sdpa)'): 1.6})
     tr = on(padded.verses(WordPieceTokenizer.train(read_corpus([DEFAULT_CORPUS]), 8192), 8, 32, seed=1))
-    hf_m, ours_m, hf_step, ours_step = padded.train_sides(tr, dev)
-    fns = {'transformers BertForMaskedLM (sdpa)': lambda: (hf_step(), sync()),
-           'ours loss() + backward + step': lambda: (ours_step(), sync())}
-    for f in fns.values(): f(); f()
-    tokens = sum(int(b['attention_mask'].sum()) for b in tr) / len(tr)
     ok &= report(f'padded training step on {dev.type}: V 8,192, d 256, 4 layers, 32 verses', 'real tokens/s',
-                 {k: tokens / v for k, v in interleaved(fns, rounds).items()},
-                 {('ours loss() + backward + step', 'transformers BertForMaskedLM (sdpa)'): 2.5})
+                 padded.training(tr, dev, sync, rounds), {('ours loss() + backward + step', 'transformers BertForMaskedLM (sdpa)'): 2.5})
     return ok
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 Inference: all-MiniLM-L6-v2 in both, 64 verses (T <= 128), the last hidden state, against transformers' BertModel
 (sdpa). Training: train.py's BertForMLM (V 8,192, d 256, 4 layers) on mlm_batch batches of 32 verses, loss() +
 backward + AdamW step, against BertForMaskedLM (sdpa). Peak memory of each side in its own process."""
-import multiprocessing as mp, sys
+import sys
 import numpy as np
 import torch
 import transformers
@@ -11,7 +11,7 @@ from bert_nb.bert import load_bert, mlm_batch
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
-from common import minilm_dir, interleaved, report
+from common import minilm_dir, interleaved, report, peak_rss_mb, in_fresh_process
 from train import models
 
 def verses(tok, n_batches: int, size: int, seed: int = 0) -> list[dict]:
@@ -24,84 +24,68 @@ def verses(tok, n_batches: int, size: int, seed: int = 0) -> list[dict]:
 def real_share(batches) -> float:
     return float(np.mean([b['attention_mask'].float().mean() for b in batches]))
 
-def inference(batches):
-    hf = BertModel.from_pretrained(minilm_dir(), attn_implementation='sdpa').eval()
-    ours = load_bert(minilm_dir()).eval()
-    def run(f):
-        it = iter(range(10**9))
-        def g():
-            b = batches[next(it) % len(batches)]
-            with torch.no_grad(): f(b['input_ids'], b['token_type_ids'], b['attention_mask'])
-        return g
-    hf_f = lambda i, t, m: hf(input_ids=i, token_type_ids=t, attention_mask=m).last_hidden_state
-    ours_f = lambda i, t, m: ours(i, t, m)
-    with torch.no_grad():  # the same computation first, at every real position
-        for b in batches:
-            i, t, m = b['input_ids'], b['token_type_ids'], b['attention_mask']
-            d = (hf_f(i, t, m) - ours_f(i, t, m))[m.bool()].abs().max().item()
-            assert d < 1e-5, d
-    fns = {'transformers BertModel (sdpa)': run(hf_f), 'ours BertEncoder': run(ours_f)}
-    for f in fns.values(): f()
-    t = interleaved(fns, rounds=3 * len(batches))
-    tokens = np.mean([int(b['attention_mask'].sum()) for b in batches])
-    return {k: tokens / v for k, v in t.items()}
+def cycling(f, batches, sync):
+    "A call of f on the next batch (round the list), then sync (a device's queue drained)."
+    at = iter(range(10**9))
+    def g():
+        f(batches[next(at) % len(batches)]); sync()
+    return g
+
+def inference_sides(device='cpu'):
+    "all-MiniLM-L6-v2 in transformers (sdpa) and in bert-nb: {name: batch -> last hidden state}."
+    hf = BertModel.from_pretrained(minilm_dir(), attn_implementation='sdpa').to(device).eval()
+    ours = load_bert(minilm_dir()).to(device).eval()
+    return {'transformers BertModel (sdpa)': lambda b: hf(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'],
+                                                         attention_mask=b['attention_mask']).last_hidden_state,
+            'ours BertEncoder': lambda b: ours(b['input_ids'], b['token_type_ids'], b['attention_mask'])}
 
 def train_sides(batches, device='cpu'):
+    "train.py's two models on `device`: {name: a training step (forward, loss, backward, AdamW) on the next batch}."
     hf, ours = (m.to(device) for m in models())
     opt_hf, opt_ours = (torch.optim.AdamW(m.parameters(), lr=1e-4) for m in (hf, ours))
-    it = {'hf': 0, 'ours': 0}
-    def hf_step():
-        b = batches[it['hf'] % len(batches)]; it['hf'] += 1
-        opt_hf.zero_grad(set_to_none=True)
-        hf(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'], attention_mask=b['attention_mask'],
-           labels=b['labels']).loss.backward()
-        opt_hf.step()
-    def ours_step():
-        b = batches[it['ours'] % len(batches)]; it['ours'] += 1
-        opt_ours.zero_grad(set_to_none=True)
-        ours.loss(b['input_ids'], b['token_type_ids'], b['attention_mask'], b['labels']).backward()
-        opt_ours.step()
-    return hf, ours, hf_step, ours_step
+    def hf_loss(b):
+        return hf(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'], attention_mask=b['attention_mask'],
+                  labels=b['labels']).loss
+    def ours_loss(b): return ours.loss(b['input_ids'], b['token_type_ids'], b['attention_mask'], b['labels'])
+    with torch.no_grad():  # the same computation first
+        for b in batches:
+            a, o = hf_loss(b), ours_loss(b)
+            assert abs(a - o) < 1e-5, (a, o)
+    def step(loss, opt):
+        def f(b):
+            opt.zero_grad(set_to_none=True); loss(b).backward(); opt.step()
+        return f
+    return {'transformers BertForMaskedLM (sdpa)': step(hf_loss, opt_hf), 'ours loss() + backward + step': step(ours_loss, opt_ours)}
 
-def training(batches):
-    hf, ours, hf_step, ours_step = train_sides(batches)
+def inference(batches, device='cpu', sync=lambda: None, rounds=None) -> dict:
+    "Real tokens per second of each side, after checking the last hidden states agree at every real position."
+    sides = inference_sides(device)
     with torch.no_grad():
         for b in batches:
-            a = hf(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'], attention_mask=b['attention_mask'],
-                   labels=b['labels']).loss
-            o = ours.loss(b['input_ids'], b['token_type_ids'], b['attention_mask'], b['labels'])
-            assert abs(a - o) < 1e-5, (a, o)
-    fns = {'transformers BertForMaskedLM (sdpa)': hf_step, 'ours loss() + backward + step': ours_step}
-    for f in fns.values(): f()
-    t = interleaved(fns, rounds=3 * len(batches))
-    tokens = np.mean([int(b['attention_mask'].sum()) for b in batches])
-    return {k: tokens / v for k, v in t.items()}
+            (a, o), r = sides.values(), b['attention_mask'].bool()
+            d = (a(b) - o(b))[r].abs().max().item()
+            assert d < 1e-5, d
+    return rates({k: torch.no_grad()(f) for k, f in sides.items()}, batches, sync, rounds)
 
-def peak_mb(case: str, side: str, q):
-    "Peak resident memory of a few calls (training steps, or inference batches), above the process before them."
+def training(batches, device='cpu', sync=lambda: None, rounds=None) -> dict:
+    return rates(train_sides(batches, device), batches, sync, rounds)
+
+def rates(sides: dict, batches, sync, rounds) -> dict:
+    "Real tokens per second of each side, cycling through the batches, interleaved."
+    fns = {k: cycling(f, batches, sync) for k, f in sides.items()}
+    for f in fns.values(): f(); f()  # warm up
+    tokens = np.mean([int(b['attention_mask'].sum()) for b in batches])
+    return {k: tokens / v for k, v in interleaved(fns, rounds or 3 * len(batches)).items()}
+
+def peak_mb(case: str, side: int) -> float:
+    "Peak resident memory of a few training steps, or of inference on a few batches, of side 0 (transformers) or 1."
     if case == 'training':
-        _, _, hf_step, ours_step = train_sides(verses(WordPieceTokenizer.train(read_corpus([DEFAULT_CORPUS]), 8192), 4, 32))
-        f = hf_step if side == 'transformers' else ours_step
+        batches = verses(WordPieceTokenizer.train(read_corpus([DEFAULT_CORPUS]), 8192), 4, 32)
+        f = list(train_sides(batches).values())[side]
     else:
         batches = verses(WordPieceTokenizer.from_vocab(minilm_dir()), 4, 64)
-        m = BertModel.from_pretrained(minilm_dir(), attn_implementation='sdpa') if side == 'transformers' else load_bert(minilm_dir())
-        call = (lambda b: m(input_ids=b['input_ids'], token_type_ids=b['token_type_ids'], attention_mask=b['attention_mask'])) \
-            if side == 'transformers' else (lambda b: m(b['input_ids'], b['token_type_ids'], b['attention_mask']))
-        def f():
-            with torch.no_grad():
-                for b in batches: call(b)
-        m.eval()
-    f()
-    rss = lambda field: next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
-    base = rss('VmRSS:')
-    open('/proc/self/clear_refs', 'w').write('5')
-    for _ in range(3): f()
-    q.put(rss('VmHWM:') - base)
-
-def measure_peak(case, side):
-    ctx = mp.get_context('spawn'); q = ctx.Queue()
-    p = ctx.Process(target=peak_mb, args=(case, side, q)); p.start(); p.join()
-    return q.get()
+        f = torch.no_grad()(list(inference_sides().values())[side])
+    return peak_rss_mb(lambda: [f(b) for b in batches])
 
 def main():
     transformers.logging.set_verbosity_error()
@@ -119,7 +103,7 @@ def main():
     ok &= report('padded training step: V 8,192, d 256, 4 layers; losses equal to 1e-5', 'real tokens/s',
                  training(tr), {('ours loss() + backward + step', 'transformers BertForMaskedLM (sdpa)'): 2.5})
     for case in ('inference', 'training'):
-        mem = {side: measure_peak(case, side) for side in ('transformers', 'ours')}
+        mem = {name: in_fresh_process(peak_mb, case, side) for side, name in enumerate(('transformers', 'ours'))}
         print(f'  peak memory, {case} (MB above the process before it): '
               + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
     return ok

@@ -1,14 +1,14 @@
 """A training step of BertForMLM against transformers' BertForMaskedLM (sdpa attention), weights loaded from the same
 model: forward + loss + backward through `loss()` (the head only at labelled positions) and through `forward` (full
 logits), inference, and the peak memory of a training step (each side in its own process)."""
-import multiprocessing as mp, sys
+import sys
 import numpy as np
 import torch
 import transformers
 from transformers import BertConfig as HFConfig, BertForMaskedLM
 from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert, mlm_mask
 from bert_nb.rng import PCG32
-from common import interleaved, report
+from common import interleaved, report, peak_rss_mb, in_fresh_process
 
 V, D, L, H, FF, B, T, P = 8192, 256, 4, 4, 1024, 32, 128, 0.15
 
@@ -35,24 +35,12 @@ def steps(hf, ours, ids, labels):
         ours.zero_grad(set_to_none=True); ours(ids, labels=labels)[1].backward()
     return hf_train, ours_loss, ours_forward
 
-def peak_mb(side: str, q):
-    "Peak resident memory of three training steps, above what the process held before them (kernel high-water mark)."
+def peak_mb(side: str) -> float:
+    "Peak resident memory of three training steps of one side (the other is not kept alive)."
     hf, ours = models(); ids, labels = batch()
-    if side == 'transformers': ours = None  # only the measured side stays alive
+    if side == 'transformers': ours = None
     else: hf = None
-    f = dict(zip(('transformers', 'loss()', 'forward()'), steps(hf, ours, ids, labels)))[side]
-    f()  # warm up: allocator pools, gradients exist
-    def rss(field):
-        return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
-    base = rss('VmRSS:')
-    open('/proc/self/clear_refs', 'w').write('5')  # reset the peak-RSS mark
-    for _ in range(3): f()
-    q.put(rss('VmHWM:') - base)
-
-def measure_peak(side):
-    q = mp.get_context('spawn').Queue()
-    p = mp.get_context('spawn').Process(target=peak_mb, args=(side, q)); p.start(); p.join()
-    return q.get()
+    return peak_rss_mb(dict(zip(('transformers', 'loss()', 'forward()'), steps(hf, ours, ids, labels)))[side])
 
 def main():
     transformers.logging.set_verbosity_error()
@@ -73,7 +61,7 @@ def main():
     ok = report(f'BERT training step, V={V}, d={D}, {L} layers, {H} heads, d_ff={FF}, B={B}, T={T}, p={P}, losses equal to 1e-5', 'tokens/s', rates,
                 {('ours loss() train step', 'transformers train step'): 1.6, ('ours forward() train step', 'transformers train step'): 1.0,
                  ('ours inference', 'transformers inference'): 1.0})
-    mem = {side: measure_peak(side) for side in ('transformers', 'loss()', 'forward()')}
+    mem = {side: in_fresh_process(peak_mb, side) for side in ('transformers', 'loss()', 'forward()')}
     print('  peak memory of a training step (MB above the process before it): ' + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
     for side in ('loss()', 'forward()'):
         r = mem[side] / mem['transformers']

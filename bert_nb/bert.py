@@ -799,7 +799,7 @@ class BertEncoder(nn.Module):
             for layer in self.layers:
                 x = layer.tokens(x, bias, B, T, at)
                 if output_hidden_states: hs.append(_pad(x, at, B, T))
-            h = _pad(x, at, B, T)
+            h = hs[-1] if output_hidden_states else _pad(x, at, B, T)
         if not (output_hidden_states or output_attentions): return h
         return EncoderOutput(h, None if self.pooler is None else self.pooler(h),
                              tuple(hs) if output_hidden_states else None,
