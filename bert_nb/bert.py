@@ -626,7 +626,7 @@ class BertAttention(nn.Module):
         """(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them, or only those at the flat
         positions `at` (the real ones, section 2.5): q, k, v are laid out (B, T) for SDPA, zeros elsewhere."""
         qkv = self.qkv(x)
-        if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy(0, at, qkv)
+        if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy_(0, at, qkv)  # no 2nd grid
         q, k, v = self.heads(qkv, B, T)  # each (B, nh, T, hs)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout * self.training)
         y = y.transpose(1, 2).reshape(B * T, -1)
@@ -726,7 +726,7 @@ class EncoderOutput(NamedTuple):
 def _pad(x: torch.Tensor, at: torch.Tensor | None, B: int, T: int) -> torch.Tensor:
     "(N, C) tokens back to (B, T, C); the positions not in `at` (padding) hold zeros."
     if at is None: return x.view(B, T, -1)
-    return x.new_zeros(B * T, x.shape[1]).index_copy(0, at, x).view(B, T, -1)
+    return x.new_zeros(B * T, x.shape[1]).index_copy_(0, at, x).view(B, T, -1)
 
 class BertEncoder(nn.Module):
     "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers; a pooler if asked for."
