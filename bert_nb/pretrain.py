@@ -353,9 +353,10 @@ class _Run:
         self.opt.load_state_dict(ck['opt']); self.sched.load_state_dict(ck['sched'])
 
     def set_total(self, total: int):
-        self.total, warmup = total, max(1, round(self.a.warmup * total))
+        # warmup is a share of the steps: a refit (or a resume after one) recomputes it with the total
+        self.total, self.warmup = total, max(1, round(self.a.warmup * total))
         if not hasattr(self, 'sched'):
-            factor = lambda s: lr_factor(s, self.total, warmup)
+            factor = lambda s: lr_factor(s, self.total, self.warmup)
             self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, factor)
         self.eval_at = {round(total * k / self.a.evals) for k in range(1, self.a.evals + 1)} | {total}
 

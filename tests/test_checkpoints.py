@@ -1,5 +1,5 @@
 "Checkpoints: transformers is the oracle for Hugging Face weights; our own format must come back bit for bit."
-import json, os
+import copy, json, os
 from pathlib import Path
 import pytest
 import torch
@@ -10,6 +10,7 @@ from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, hf_bert_encoder_s
                           save_hf_bert, save_bert, load_bert, mlm_batch)
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
+from tol import encoder_tol, grad_tol, loss_tol
 
 transformers.logging.set_verbosity_error()
 
@@ -51,18 +52,24 @@ def hf_param(hf, ours: str):
 @pytest.mark.parametrize('kw', [{}, dict(num_hidden_layers=3, hidden_size=32, num_attention_heads=4, intermediate_size=20, type_vocab_size=3)])
 def test_golden_hf_bert(kw):
     hf, cfg = tiny_hf(**kw)
-    ours = load_hf_bert(BertForMLM(our_config(cfg)), hf.state_dict()).eval()
+    hf = hf.double()  # float64 on both sides: the claim is the same formula, so the bound is float64 rounding
+    c = our_config(cfg)
+    ours = load_hf_bert(BertForMLM(c).double(), hf.state_dict()).eval()
     for n, p in ours.named_parameters(): assert torch.equal(p, hf_param(hf, n)), n
     ids, types, mask, labels = batch()
     out = hf(input_ids=ids, attention_mask=mask, token_type_ids=types, labels=labels)
     logits, loss = ours(ids, types, mask, labels)
-    r = mask.bool()
-    torch.testing.assert_close(logits[r], out.logits[r], rtol=0, atol=2e-5)
-    torch.testing.assert_close(loss, out.loss, rtol=0, atol=1e-6)
-    torch.testing.assert_close(ours.loss(ids, types, mask, labels), out.loss, rtol=0, atol=1e-6)
+    r, T = mask.bool(), ids.shape[1]
+    scale = out.logits[r].abs().max().item()
+    torch.testing.assert_close(logits[r], out.logits[r], rtol=0, atol=encoder_tol(c, T, torch.float64, scale))
+    torch.testing.assert_close(loss, out.loss, rtol=0, atol=loss_tol(c, T, torch.float64, scale))
+    torch.testing.assert_close(ours.loss(ids, types, mask, labels), out.loss, rtol=0,
+                               atol=loss_tol(c, T, torch.float64, scale))
     out.loss.backward(); loss.backward()
+    g = max(p.grad.abs().max().item() for p in hf.parameters() if p.grad is not None)
     for n, p in ours.named_parameters():
-        torch.testing.assert_close(p.grad, hf_param(hf, n).grad, rtol=1e-4, atol=1e-6, msg=n)
+        torch.testing.assert_close(p.grad, hf_param(hf, n).grad, rtol=0, atol=grad_tol(c, T, ids.numel(), torch.float64, g),
+                                   msg=n)
 
 def handmade_sd(model: BertForMLM, legacy=False, prefix='bert.'):
     "A Hugging Face-named state dict written key by key from our parameters."
@@ -106,15 +113,18 @@ def test_handmade_state_dict(legacy, prefix):
 
 def test_pretraining_keys_and_bin(tmp_path):
     hf, cfg = tiny_hf(BertForPreTraining)
-    ours = load_hf_bert(BertForMLM(our_config(cfg)), hf.state_dict()).eval()
+    ours = load_hf_bert(BertForMLM(our_config(cfg)), hf.state_dict()).eval()  # float32: from the files below
     assert torch.equal(ours.head.bias, hf.cls.predictions.bias)
     (tmp_path / 'config.json').write_text(json.dumps(cfg.to_dict()))
     torch.save(hf.state_dict(), tmp_path / 'pytorch_model.bin')
     m = from_hf_pretrained(tmp_path)
     assert type(m) is BertForMLM and not m.training
+    for n, p in m.named_parameters(): assert torch.equal(p, hf_param(hf, n)), n  # read from the .bin exactly
     ids, types, mask, _ = batch()
-    want = hf(input_ids=ids, token_type_ids=types, attention_mask=mask).prediction_logits
-    torch.testing.assert_close(m(ids, types, mask)[0][mask.bool()], want[mask.bool()], rtol=0, atol=2e-5)
+    m, hf = m.double(), hf.double()
+    want = hf(input_ids=ids, token_type_ids=types, attention_mask=mask).prediction_logits[mask.bool()]
+    torch.testing.assert_close(m(ids, types, mask)[0][mask.bool()], want, rtol=0,
+                               atol=encoder_tol(m.config, ids.shape[1], torch.float64, want.abs().max().item()))
     assert type(from_hf_pretrained(tmp_path, cls=BertEncoder)) is BertEncoder
 
 @pytest.fixture(scope='module')
@@ -128,10 +138,13 @@ def test_real_minilm(minilm):
              'BERT is bidirectional: every token attends to every other one.', 'Ünïcödé àccents, 中文, and emoji 🙂 too']
     b = mlm_batch(tok, texts, 64, 0.0, PCG32(0))
     ids, types, mask = (torch.from_numpy(b[k]) for k in ('input_ids', 'token_type_ids', 'attention_mask'))
-    with torch.no_grad():
-        h = ours(ids, types, mask)
-        want = ref(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state
-    assert (h - want)[mask.bool()].abs().max() < 1e-4
+    with torch.no_grad():  # float64 copies: the same formula, so float64 rounding is the bound
+        h = ours.double()(ids, types, mask)
+        want = ref.double()(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state
+    ours.float(), ref.float()  # the module's fixture stays float32
+    r = mask.bool()
+    tol = encoder_tol(ours.config, ids.shape[1], torch.float64, want[r].abs().max().item())
+    torch.testing.assert_close(h[r], want[r], rtol=0, atol=tol)
 
 def test_save_hf_bert_loads_in_transformers(tmp_path):
     m = random_ours(2)
@@ -139,16 +152,19 @@ def test_save_hf_bert_loads_in_transformers(tmp_path):
     hf, info = BertForMaskedLM.from_pretrained(tmp_path / 'mlm', output_loading_info=True)
     assert not info['missing_keys'] and not info['unexpected_keys'] and not info['mismatched_keys']
     ids, types, mask, _ = batch(37)
-    ids = ids % 37
+    ids, r = ids % 37, mask.bool()
+    for n, p in m.named_parameters(): assert torch.equal(p, hf_param(hf, n)), n  # written and read exactly
+    m64 = copy.deepcopy(m).double()  # and the same formula: float64 on both sides
+    tol = lambda want: encoder_tol(m.config, ids.shape[1], torch.float64, want.abs().max().item())
     with torch.no_grad():
-        torch.testing.assert_close(hf.eval()(input_ids=ids, token_type_ids=types, attention_mask=mask).logits[mask.bool()],
-                                   m(ids, types, mask)[0][mask.bool()], rtol=1e-5, atol=1e-4)
+        want = hf.double().eval()(input_ids=ids, token_type_ids=types, attention_mask=mask).logits[r]
+        torch.testing.assert_close(m64(ids, types, mask)[0][r], want, rtol=0, atol=tol(want))
     save_hf_bert(m.encoder, tmp_path / 'enc')
     hm, info = BertModel.from_pretrained(tmp_path / 'enc', output_loading_info=True)
     assert not info['missing_keys'] and not info['unexpected_keys']
     with torch.no_grad():
-        torch.testing.assert_close(hm.eval()(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state[mask.bool()],
-                                   m.encoder(ids, types, mask)[mask.bool()], rtol=1e-5, atol=1e-4)
+        want = hm.double().eval()(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state[r]
+        torch.testing.assert_close(m64.encoder(ids, types, mask)[r], want, rtol=0, atol=tol(want))
     back = from_hf_pretrained(tmp_path / 'mlm')  # and back into ours
     for (n, a), (_, b) in zip(m.named_parameters(), back.named_parameters()): assert torch.equal(a, b), n
 
@@ -172,9 +188,16 @@ def test_load_encoder_alone_and_roundtrip(tmp_path, minilm_dir):
     from safetensors import safe_open
     with safe_open(tmp_path / 'm' / 'model.safetensors', 'pt') as f:
         assert sum('word_embeddings' in k or 'decoder.weight' in k for k in f.keys()) == 1
-    before = back(ids, types, mask)[0].detach()
-    with torch.no_grad(): back.encoder.word_emb.weight[20] += torch.randn(16)
-    assert (back(ids, types, mask)[0][..., 20] - before[..., 20]).abs().min() > 1e-4
+    back = back.double()  # float64, to check the change below against its formula
+    with torch.no_grad():
+        before = back(ids, types, mask)[0]
+        x = back.head.transform(back.encoder(ids, types, mask))  # what the decoder reads (word 20 is not in ids)
+        v = torch.randn(16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        back.encoder.word_emb.weight[20] += v
+        after = back(ids, types, mask)[0]
+    torch.testing.assert_close(after[..., 20] - before[..., 20], x @ v, rtol=0,  # logit 20 moves by x . v
+                               atol=encoder_tol(m.config, ids.shape[1], torch.float64, before.abs().max().item()))
+    assert torch.equal(after[..., :20], before[..., :20]) and torch.equal(after[..., 21:], before[..., 21:])
     save_bert(m.encoder, tmp_path / 'e')
     assert torch.equal(load_bert(tmp_path / 'e', cls=BertEncoder)(ids), m.encoder(ids))
     with pytest.raises(ValueError, match='no MLM head'): load_bert(tmp_path / 'e', cls=BertForMLM)
@@ -314,15 +337,20 @@ def test_bert_nb_reads_transformers_directories(tmp_path, minilm_dir):
     assert tok.encode(text) == ref(text)['input_ids']
     ids = torch.tensor([tok.encode(text)])
     assert type(m) is BertForMLM and m.load_report.dropped == [] and m.load_report.initialised == []
-    torch.testing.assert_close(m(ids)[0], hf(input_ids=ids).logits, rtol=1e-5, atol=1e-5)
+    tol = lambda want: encoder_tol(m.config, ids.shape[1], torch.float64, want.abs().max().item())
+    with torch.no_grad():  # float64 copies: the same formula
+        want = hf.double()(input_ids=ids).logits
+        torch.testing.assert_close(m.double()(ids)[0], want, rtol=0, atol=tol(want))
     sc = BertForSequenceClassification(cfg).eval()
     sc.save_pretrained(tmp_path / 'sc')
     with pytest.warns(UserWarning, match='dropped 2'): enc = load_bert(tmp_path / 'sc')
     assert type(enc) is BertEncoder and enc.pooler is not None  # the classifier's pooler comes along
     assert sorted(enc.load_report.dropped) == ['classifier.bias', 'classifier.weight']
-    with torch.no_grad(): want = sc.bert(input_ids=ids)
-    torch.testing.assert_close(enc(ids), want.last_hidden_state, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(enc.pooler(enc(ids)), want.pooler_output, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        want, enc = sc.bert.double()(input_ids=ids), enc.double()
+        h = want.last_hidden_state
+        torch.testing.assert_close(enc(ids), h, rtol=0, atol=tol(h))
+        torch.testing.assert_close(enc.pooler(enc(ids)), want.pooler_output, rtol=0, atol=tol(h))
     with pytest.raises(ValueError, match='no MLM head'): load_bert(tmp_path / 'sc', cls=BertForMLM)
 
 def test_no_bert_nb_directory_that_transformers_cannot_use(tmp_path):
@@ -333,3 +361,13 @@ def test_no_bert_nb_directory_that_transformers_cannot_use(tmp_path):
         back, info = auto.from_pretrained(tmp_path / type(model).__name__, output_loading_info=True)
         assert (info['missing_keys'], info['unexpected_keys'], info['mismatched_keys']) == (set(), set(), set())
         assert type(back).__name__ == ('BertForMaskedLM' if isinstance(model, BertForMLM) else 'BertModel')
+
+def test_the_mlm_bias_under_the_decoders_name():
+    "Some checkpoints carry the MLM bias only as cls.predictions.decoder.bias: it is the head's bias all the same."
+    src = random_ours(6)
+    sd = handmade_sd(src)
+    sd['cls.predictions.decoder.bias'] = sd.pop('cls.predictions.bias')
+    with pytest.warns(UserWarning, match='dropped 2'): m = load_hf_bert(BertForMLM(CFG), sd)  # the NSP placeholders
+    assert torch.equal(m.head.bias, src.head.bias) and m.load_report.initialised == []
+    assert 'cls.predictions.decoder.bias' in m.load_report.used and 'cls.predictions.decoder.bias' not in m.load_report.dropped
+    for (n, a), (_, b) in zip(src.named_parameters(), m.named_parameters()): assert torch.equal(a, b), n

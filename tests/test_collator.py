@@ -5,11 +5,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from bert_nb.bert import (mlm_mask, mask_shares, mask_chi2, MLMCollator, mlm_loader, ForTrainer, batch_stream,
-                          BertConfig, BertForMLM, word_mask_stats)
+                          BertConfig, BertForMLM, word_mask_stats, special_ids)
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from pcg_ref import RefPCG
-from test_masking import Script
+from test_masking import Plain, Script
 
 def replay_words(ids, special, word_ids, mask_id, vocab, p, g, shares=(0.8, 0.1, 0.1)):
     "Whole-word masking as the chapter defines it, draw by draw, on the test's own generator."
@@ -84,6 +84,42 @@ def test_rates_of_words_and_shares():
         assert mask_chi2(s) < -2 * math.log(1e-4), (shares, s['outcome'])
         np.testing.assert_allclose(mask_shares(1000, shares).sum(), 1)
 
+def whole_words_both_ways(ids, special, word_ids, V, p, seed, shares=(0.8, 0.1, 0.1)):
+    "The PCG32 path, the plain loop and the replay, all equal; the generator left where the op order leaves it."
+    fast, slow, ref = PCG32(seed, 2), PCG32(seed, 2), RefPCG(seed, 2)
+    a = mlm_mask(ids, special, 4, V, p, fast, shares=shares, word_ids=word_ids)
+    b = mlm_mask(ids, special, 4, V, p, Plain(slow), shares=shares, word_ids=word_ids)
+    want = replay_words(ids, special, word_ids, 4, V, p, ref, shares)
+    for got in (a, b): np.testing.assert_array_equal(got[0], want[0]); np.testing.assert_array_equal(got[1], want[1])
+    assert fast == slow and fast.next_u32() == ref.random()
+    return a
+
+def test_whole_words_at_the_exact_boundaries():
+    "u == p does not pick the word; u == a share's cut takes the next action (as on the token path)."
+    ids = np.array([[2, 20, 21, 22, 30, 31, 3], [2, 40, 41, 42, 43, 44, 3]]); special = np.isin(ids, [2, 3])
+    words = np.array([[-1, 0, 0, 0, 1, 1, -1], [-1, 0, 1, 1, 1, 2, -1]])
+    for seed in range(6):
+        g = PCG32(seed, 2); first, second = g.next_u32() / 2**32, g.next_u32() / 2**32
+        _, labels = whole_words_both_ways(ids, special, words, 500, first, seed)   # p == the first draw
+        assert (labels[0, 1:4] == -100).all()                                      # word 0 not picked
+        _, labels = whole_words_both_ways(ids, special, words, 500, (first * 2**32 + 0.5) / 2**32, seed)
+        assert (labels[0, 1:4] == ids[0, 1:4]).all()                               # just above it: picked, whole
+        for cut in ((second, 0.0, 1 - second), (0.0, second, 1 - second)):        # a cut == the first action draw
+            shown, _ = whole_words_both_ways(ids, special, words, 500, 1.0, seed, shares=cut)
+            assert shown[0, 1] == ids[0, 1]   # u == the cut: not [MASK] (nor a random id) but the next action, itself
+
+def test_word_ids_need_not_increase():
+    "A word is a run of one id: ids that go down or come back mark new words, as cumulative ids would."
+    g = np.random.default_rng(1)
+    ids = g.integers(5, 900, (3, 30)); special = np.zeros((3, 30), bool); special[:, [0, -1]] = True
+    runs = np.cumsum(g.random((3, 30)) < 0.4, axis=1)
+    for words in (runs, -runs, runs % 2, (runs * 7919) % 13):   # decreasing, alternating, shuffled labels
+        assert ((words[:, 1:] != words[:, :-1]) == (runs[:, 1:] != runs[:, :-1])).all()  # the same runs
+        for seed in range(3):
+            a = whole_words_both_ways(ids, special, words, 900, 0.3, seed)
+            b = mlm_mask(ids, special, 4, 900, 0.3, PCG32(seed, 2), word_ids=runs)
+            np.testing.assert_array_equal(a[0], b[0]); np.testing.assert_array_equal(a[1], b[1])
+
 @pytest.mark.parametrize('kw,exc,msg', [(dict(shares=(0.5, 0.5)), ValueError, 'shares must be 3 numbers'),
                                         (dict(shares=(0.9, 0.2, -0.1)), ValueError, 'shares must be'),
                                         (dict(shares='abc'), TypeError, 'shares must be 3 numbers'),
@@ -157,3 +193,31 @@ def test_whole_words_retry_a_short_block(n):
         got = bert._mask_pcg_words(ids, special, 4, 2**31 + 1, p, fast, (0.8, 0.1, 0.1), starts, n=n)
         want = bert._mask_loop(ids, special, 4, 2**31 + 1, p, slow, (0.8, 0.1, 0.1), starts)  # the definition
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and fast == slow
+
+def test_collator_options(tok):
+    "Every option reaches the batch: p, seed, shares, max_len, pad_to_multiple_of, pairs, keys and given word ids."
+    pairs = [('and god saw the light', 'that it was good'), ('unaffable tokenizers', 'in the beginning')]
+    col = MLMCollator(tok, p=0.5, seed=9, shares=(0.5, 0.2, 0.3), max_len=12, pad_to_multiple_of=8)
+    b = col([{'text': t, 'key': f'k{i}'} for i, t in enumerate(pairs)])
+    encs = [tok.encode_batch([t], max_len=12)[0] for t in pairs]  # truncated to 12, longest first
+    T = 16                                                          # 12 rounded up to a multiple of 8
+    assert b['input_ids'].shape == (2, T) and all(len(e.ids) == 12 for e in encs)
+    ids, types = np.full((2, T), tok.pad_id), np.zeros((2, T), np.int64)
+    for r, e in enumerate(encs): ids[r, :12], types[r, :12] = e.ids, e.type_ids
+    special = np.isin(ids, special_ids(tok))
+    want = mlm_mask(ids, special, tok.mask_id, len(tok), 0.5, PCG32(9, batch_stream(['k0', 'k1'])), shares=(0.5, 0.2, 0.3))
+    np.testing.assert_array_equal(b['input_ids'].numpy(), want[0]); np.testing.assert_array_equal(b['labels'].numpy(), want[1])
+    np.testing.assert_array_equal(b['token_type_ids'].numpy(), types)
+    assert types[:, :12].any() and b['attention_mask'].sum().item() == 24
+    # whole words from the examples' own word ids (not from ##): one id over several tokens is one word
+    feats = [{'input_ids': [101, 2000, 2001, 2002, 2003, 102], 'word_ids': [None, 0, 0, 0, 1, None]},
+             {'input_ids': [101, 2004, 2005, 102], 'word_ids': [None, 7, 7, None]}]
+    ww = MLMCollator(tok, p=0.5, seed=1, whole_word=True)(feats)
+    ids = np.array([[101, 2000, 2001, 2002, 2003, 102], [101, 2004, 2005, 102, 0, 0]])
+    words = np.array([[-1, 0, 0, 0, 1, -1], [-1, 7, 7, -1, -1, -1]])
+    keys = [','.join(map(str, f['input_ids'])) for f in feats]
+    want = replay_words(ids, np.isin(ids, special_ids(tok)), words, tok.mask_id, len(tok), 0.5, RefPCG(1, batch_stream(keys)))
+    np.testing.assert_array_equal(ww['input_ids'].numpy(), want[0]); np.testing.assert_array_equal(ww['labels'].numpy(), want[1])
+    picked = ww['labels'].numpy() != -100
+    assert (picked[0, 1:4] == picked[0, 1]).all() and picked[1, 1] == picked[1, 2]  # whole words, all or nothing
+    assert MLMCollator(tok, p=0.5, seed=2)(feats)['labels'].ne(ww['labels']).any()    # another seed, other masks

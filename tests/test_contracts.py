@@ -6,11 +6,12 @@ import pytest
 import torch
 import bert_nb.pretrain as pretrain
 from bert_nb.bert import BertAttention, BertConfig, BertForMLM, mlm_mask, special_ids
-from bert_nb.pretrain import (RunArgs, train, pack_rows, split_lines, read_corpus, fill, main, DEFAULT_CORPUS, _step,
+from bert_nb.pretrain import (RunArgs, train, evaluate, pack_rows, split_lines, read_corpus, fill, main, DEFAULT_CORPUS, _step,
                               MLMLoss, make_optimizer)
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from pcg_ref import RefPCG
+from tol import U32, gamma
 from test_masking import replay
 
 def at_state(state: int, stream: int = 0) -> PCG32:
@@ -105,7 +106,9 @@ def test_a_step_clips_the_gradient_norm(tok, monkeypatch):
         def forward(self, *args): return 1000 * self.m.loss(*args)
     ids = torch.tensor([[2, 10, 11, 12, 3]]); labels = torch.tensor([[-100, 10, 11, 12, -100]])
     _step(Big(), opt, sched, (ids, None, None, labels))
-    assert norms and norms[0] <= 1.0 + 1e-4
+    # clipped to norm 1: the norm is computed twice (a sum of n squares each time) and each entry scaled once
+    n = sum(p.numel() for p in m.parameters())
+    assert norms and norms[0] <= 1.0 + 2 * gamma(n) + U32
 
 def test_resume_equals_uninterrupted_with_dropout(tmp_path):
     "Dropout draws from torch's generator: a resumed run restores it, and matches a run that was not stopped."
@@ -143,3 +146,13 @@ def test_learned_means_15_points_above_always_guessing_the_commonest_token(corpu
         train(a, progress=False)
     assert json.loads((tmp_path / 'run' / 'metrics.json').read_text())['learned'] is learned
     assert any('did not learn' in str(w.message) for w in said) is not learned
+
+@pytest.mark.parametrize('training', [True, False])
+def test_evaluate_leaves_the_model_as_it_found_it(tok, training):
+    "evaluate switches dropout off for its own batches and gives the model back in the mode it came in."
+    rows, lens = pack_rows(tok, read_corpus([DEFAULT_CORPUS])[:20], max_len=16)
+    m = BertForMLM(BertConfig(len(tok), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.5), rng=PCG32(2))
+    m.train(training)
+    a = evaluate(m, tok, rows, lens, seed=0)
+    assert m.training == training and all(x.training == training for x in m.modules())
+    assert evaluate(m, tok, rows, lens, seed=0) == a  # dropout off inside: the same figures twice

@@ -134,3 +134,12 @@ def test_normal_init_formula_and_order():
     assert g.next_u32() == r.random()
     w2 = normal_init(PCG32(17), (2, 3))
     np.testing.assert_array_equal(w2.reshape(-1), np.float32(0.02 * np.array(z[:6])))
+
+def test_a_generator_is_its_state_and_its_stream():
+    "Two generators are equal only on the same stream at the same point: equal states on two streams are not."
+    a, b = PCG32(5, 1), PCG32(5, 2)
+    b.state = a.state
+    assert a != b and a.copy() == a and a.copy() != b and PCG32(5, 1) == PCG32(5, 1)
+    assert a.next_u32() == b.next_u32()  # the first output reads the state alone ...
+    assert [a.next_u32() for _ in range(4)] != [b.next_u32() for _ in range(4)]  # ... and then the streams part
+    c = PCG32(5, 1); c.advance(5); assert c == a

@@ -1,7 +1,7 @@
 "WordPieceTokenizer against transformers.BertTokenizerFast on the real all-MiniLM-L6-v2 vocab."
 import pytest
 from transformers import BertTokenizerFast
-from bert_nb.wordpiece import WordPieceTokenizer, SPECIALS
+from bert_nb.wordpiece import WordPieceTokenizer, SPECIALS, word_counts
 
 AWKWARD = ["Héllo, wörld! Ça va? naïve café résumé", "中文字符和日本語のテキスト mixed with English", "Don't stop--believing... (really?!) [brackets] {braces} #hash @at",
            "x" * 101, "a" * 100, "supercalifragilisticexpialidocious " * 3, "  runs\tof \n\n whitespace\r\n  here  ", "", "   ",
@@ -137,3 +137,12 @@ def test_the_same_lines_give_the_same_vocab_in_two_processes(tmp_path):
         subprocess.run([sys.executable, '-c', VOCAB_SCRIPT, str(tmp_path / str(i))], env=env, check=True)
     a, b = ((tmp_path / i / 'vocab.txt').read_bytes() for i in '01')
     assert a == b and len(a.splitlines()) == 8192
+
+def test_training_with_lowercase_false_keeps_case():
+    "lowercase=False is honoured by the word counts, the trained vocabulary and the tokenizer it returns."
+    lines = ['Moses spake unto Aaron', 'And Moses said', 'moses and aaron'] * 20
+    cased, lower = WordPieceTokenizer.train(lines, 60, lowercase=False), WordPieceTokenizer.train(lines, 60)
+    assert 'M' in cased.tokens() and 'A' in cased.tokens() and 'M' not in lower.tokens()
+    assert cased.tokenize('Moses moses') != lower.tokenize('Moses moses') == lower.tokenize('moses moses')
+    assert cased.tokenize('Moses')[0].startswith('M') and lower.tokenize('Moses')[0].startswith('m')
+    assert word_counts(lines, lowercase=False)['Moses'] == 40 and word_counts(lines)['moses'] == 60
