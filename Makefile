@@ -53,7 +53,7 @@ test: .venv/.installed sync
 	.venv/bin/nbdev_test --n_workers 2
 	$(PY) tools/nbrun.py --kernel nbs/*.ipynb  # as Jupyter's Run All runs them: a real kernel, slow cells left out
 	$(MAKE) docs-check
-	$(PY) -m pytest -q tests/
+	$(PY) -m pytest -q --durations=15 tests/
 
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.
 bench: .venv/.installed

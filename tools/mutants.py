@@ -190,6 +190,52 @@ FAULTS += [
           'if len(at) >= attn_mask.numel() - attn_mask.shape[1]: at, bias = None, None', UNPAD),
 ]
 
+COLLATOR, REFIT = ['tests/test_collator.py'], ['tests/test_pretrain.py', '-k', 'refit']
+# The audit of round 3 (#23): the areas where a fault went unnoticed, and more in the unpadded path, pooler and collator.
+FAULTS += [
+    Fault('g01', 'two generators on different streams compare equal', 'rng.py', 'class PCG32',
+          'return isinstance(other, PCG32) and (self.state, self.inc) == (other.state, other.inc)',
+          'return isinstance(other, PCG32) and self.state == other.state', ['tests/test_rng.py']),
+    Fault('g02', 'training a vocabulary lower-cases whatever lowercase says', 'wordpiece.py', 'class WordPieceTokenizer',
+          'train_vocab(word_counts(texts, lowercase), vocab_size)', 'train_vocab(word_counts(texts), vocab_size)',
+          ['tests/test_wordpiece.py']),
+    Fault('g03', "whole words: u equal to a share's cut takes the earlier action", 'bert.py', 'def _mask_pcg_words(',
+          'act = ((u >= cuts[0]).astype(np.int8) + (u >= cuts[1])).tolist()',
+          'act = ((u > cuts[0]).astype(np.int8) + (u > cuts[1])).tolist()', COLLATOR),
+    Fault('g04', 'whole words: u equal to p picks the word', 'bert.py', 'def _mask_pcg_words(',
+          'math.ceil(p * 4294967296.0)', 'math.floor(p * 4294967296.0) + 1', COLLATOR),
+    Fault('g05', 'a new word only where the word id grows', 'bert.py', 'def _word_starts(',
+          '(w[..., 1:] != w[..., :-1])', '(w[..., 1:] > w[..., :-1])', COLLATOR),
+    Fault('g06', "the collator ignores its shares", 'bert.py', 'class MLMCollator',
+          'shares=self.shares,\n', 'shares=ACTIONS,\n', COLLATOR),
+    Fault('g07', 'the collator ignores pad_to_multiple_of', 'bert.py', 'class MLMCollator',
+          'T = -(-max(lens) // self.multiple) * self.multiple', 'T = max(lens)', COLLATOR),
+    Fault('g08', "whole-word batches ignore the examples' word_ids", 'bert.py', 'class MLMCollator',
+          "if self.whole_word and all(f.get('word_ids') is None for f in feats):", 'if self.whole_word:', COLLATOR),
+    Fault('g09', "the collator drops the features' token types", 'bert.py', 'class MLMCollator',
+          "if f.get('token_type_ids') is not None: types", "if False: types", COLLATOR),
+    Fault('g10', 'the MLM bias under the decoder\'s name is not loaded', 'bert.py', 'def load_hf_bert(',
+          "            names['cls.predictions.decoder.bias'] = 'head.bias'", '            pass', ENCODER),
+    Fault('g11', 'a refit keeps the first total\'s warmup', 'pretrain.py', 'class _Run:',
+          'self.total, self.warmup = total, max(1, round(self.a.warmup * total))',
+          "self.total = total; self.warmup = getattr(self, 'warmup', max(1, round(self.a.warmup * total)))", REFIT),
+    Fault('g12', 'the schedule decays to the first total, not the refitted one', 'pretrain.py', 'class _Run:',
+          'factor = lambda s: lr_factor(s, self.total, self.warmup)',
+          'factor = lambda s, t=total: lr_factor(s, t, self.warmup)', REFIT),
+    Fault('g13', "--init refuses the checkpoint's last position", 'pretrain.py', 'def _train_cmd(',
+          'if ns.max_len > c.max_len:', 'if ns.max_len >= c.max_len:', ['tests/test_pretrain.py', '-k', 'init']),
+    Fault('g14', 'evaluate leaves the model in eval mode', 'pretrain.py', 'def evaluate(',
+          '    model.train(was_training)\n', '', ['tests/test_contracts.py', '-k', 'evaluate']),
+    Fault('u03', 'the unpadded path attends to padding (no bias on the real tokens)', 'bert.py', 'class BertEncoder(',
+          'x = layer.tokens(x, bias, B, T, at)', 'x = layer.tokens(x, None, B, T, at)', UNPAD),
+    Fault('u04', 'padded positions of the output hold ones, not zeros', 'bert.py', 'def _pad(',
+          'x.new_zeros(B * T, x.shape[1])', 'x.new_ones(B * T, x.shape[1])', UNPAD),
+    Fault('k07', 'the pooler reads the last position, not [CLS]', 'bert.py', 'class BertPooler(',
+          'torch.tanh(self.dense(h[:, 0]))', 'torch.tanh(self.dense(h[:, -1]))', API),
+    Fault('k08', 'the pooler without its tanh', 'bert.py', 'class BertPooler(',
+          'torch.tanh(self.dense(h[:, 0]))', 'self.dense(h[:, 0])', API),
+]
+
 def block_span(text: str, start: str) -> tuple[int, int]:
     "The span of the top-level block that starts with `start`: up to the next top-level def, class or cell marker."
     i = text.find('\n' + start) + 1
