@@ -27,8 +27,8 @@ kjv: .venv/.installed
 	.venv/bin/bert-nb train --steps 2000 --out runs/kjv --quiet
 	$(PY) tools/kjv.py runs/kjv bert_nb/models/kjv
 
-# The chapters as a static site in _docs/ (mkdocs-material, from the executed notebooks; slow cells keep their
-# stored outputs): open _docs/index.html, no server or network needed.
+# The chapters as a static site in _docs/ (mkdocs-material, from the notebooks run in a Jupyter kernel; slow cells
+# keep their stored outputs): open _docs/index.html, no server or network needed.
 docs: .venv/.installed
 	$(PY) tools/site.py
 
@@ -51,8 +51,7 @@ sync: .venv/.installed
 
 test: .venv/.installed sync
 	.venv/bin/nbdev_test --n_workers 2
-	$(PY) tools/nbrun.py --kernel nbs/*.ipynb  # as Jupyter's Run All runs them: a real kernel, slow cells left out
-	$(MAKE) docs-check
+	$(MAKE) docs-check  # the site's build runs every notebook as Jupyter's Run All does: a real kernel
 	$(PY) -m pytest -q --durations=15 tests/
 
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.

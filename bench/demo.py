@@ -8,7 +8,8 @@ import torch
 import transformers
 from transformers import BertConfig as HFConfig, BertForMaskedLM, BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert
-from bert_nb.pretrain import RunArgs, prepare, train, evaluate, lr_factor, Batches, ORDER, REFIT
+from bert_nb.pretrain import RunArgs, prepare, evaluate, lr_factor, Batches, ORDER, REFIT
+from bert_nb.command import train
 from bert_nb.rng import PCG32
 
 def stock(minutes: float, d=128, layers=2, heads=2, d_ff=512, T=64, B=64, lr=2e-3, seed=0) -> dict:

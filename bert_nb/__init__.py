@@ -14,7 +14,8 @@ _EXPORTS = {
                      'EncoderOutput', 'MLMOutput', 'LoadReport', 'MLMCollator', 'ForTrainer', 'mlm_mask',
                      'mlm_batch', 'mlm_loader', 'special_ids', 'load_bert', 'save_bert', 'load_hf_bert',
                      'hf_bert_encoder_sd'],
-    'bert_nb.pretrain': ['RunArgs', 'train', 'fill', 'load_model'],
+    'bert_nb.pretrain': ['RunArgs', 'fill', 'load_model'],
+    'bert_nb.command': ['train'],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = ['KJV', *_WHERE]
@@ -25,7 +26,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from bert_nb.bert import (BertConfig, BertAttention, BertLayer, BertEncoder, BertPooler, BertForMLM,
                               EncoderOutput, MLMOutput, LoadReport, MLMCollator, ForTrainer, mlm_mask, mlm_batch,
                               mlm_loader, special_ids, load_bert, save_bert, load_hf_bert, hf_bert_encoder_sd)
-    from bert_nb.pretrain import RunArgs, train, fill, load_model
+    from bert_nb.pretrain import RunArgs, fill, load_model
+    from bert_nb.command import train
 
 def __getattr__(name: str):
     if name not in _WHERE: raise AttributeError(f"module 'bert_nb' has no attribute {name!r}")

@@ -4,10 +4,11 @@ import json
 import numpy as np
 import pytest
 import torch
-import bert_nb.pretrain as pretrain
+import bert_nb.command as command
 from bert_nb.bert import BertAttention, BertConfig, BertForMLM, mlm_mask, special_ids
-from bert_nb.pretrain import (RunArgs, train, evaluate, pack_rows, split_lines, read_corpus, fill, main, DEFAULT_CORPUS, _step,
-                              MLMLoss, make_optimizer)
+from bert_nb.pretrain import (RunArgs, evaluate, pack_rows, split_lines, read_corpus, fill, DEFAULT_CORPUS,
+                             _step, MLMLoss, make_optimizer)
+from bert_nb.command import train, main
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from pcg_ref import RefPCG
@@ -72,12 +73,12 @@ def test_fill_never_answers_a_special_token(tok):
 
 def test_the_training_loop_masks_its_batches_in_the_op_order(tok, tmp_path, monkeypatch):
     "Every batch train() builds: no special or padded position picked, and the op order on the rank's stream."
-    seen, real = [], pretrain._batch
+    seen, real = [], command._batch
     def spy(rows, lens, idx, tok_, p, rng, device):
         out = real(rows, lens, idx, tok_, p, rng, device)
         if p == 0.4: seen.append(out[:3])
         return out
-    monkeypatch.setattr(pretrain, '_batch', spy)
+    monkeypatch.setattr(command, '_batch', spy)
     (tmp_path / 'c.txt').write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:30]))  # ~40 rows: 6 batches of 8
     a = RunArgs(corpus=[str(tmp_path / 'c.txt')], vocab_size=300, max_len=24, batch_size=8, d_model=16, layers=1,
                 heads=2, d_ff=32, mask_p=0.4, minutes=None, steps=6, evals=1, seed=5, out=str(tmp_path / 'run'))
@@ -134,11 +135,11 @@ def test_learning_rate_schedule():
 def test_learned_means_15_points_above_always_guessing_the_commonest_token(corpus, tmp_path, monkeypatch, margin, learned):
     "A baseline `margin` under the run's final accuracy: 5 points above it is not learning, 16 points is."
     import warnings
-    seen, evaluate = [], pretrain.evaluate
+    seen, evaluate = [], command.evaluate
     def recording(*a, **kw):
         seen.append(evaluate(*a, **kw)); return seen[-1]
-    monkeypatch.setattr(pretrain, 'evaluate', recording)
-    monkeypatch.setattr(pretrain, 'frequency_baseline', lambda tok, rows: ('the', seen[-1]['acc'] - margin))
+    monkeypatch.setattr(command, 'evaluate', recording)
+    monkeypatch.setattr(command, 'frequency_baseline', lambda tok, rows: ('the', seen[-1]['acc'] - margin))
     a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64, steps=3,
                 minutes=None, evals=1, out=str(tmp_path / 'run'))
     with warnings.catch_warnings(record=True) as said:

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 from bert_nb.bert import load_bert, BertForMLM
-from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS
+from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
+from bert_nb.command import main
 from bert_nb.wordpiece import WordPieceTokenizer
 from tol import encoder_tol
 
@@ -71,7 +72,7 @@ def free_port():
 def test_two_processes_torchrun(corpus, tmp_path):
     out = tmp_path / 'ddp'
     env = dict(os.environ, OMP_NUM_THREADS='1')
-    script = Path(__file__).parents[1] / 'bert_nb' / 'pretrain.py'
+    script = Path(__file__).parents[1] / 'bert_nb' / 'command.py'
     r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
                         '--master_port', str(free_port()), str(script), 'train', '--corpus', str(corpus), '--steps', '4', '--out', str(out)] + TINY,
                        capture_output=True, text=True, env=env, timeout=300)
@@ -207,14 +208,14 @@ def test_init_takes_every_position_of_its_checkpoint(run, corpus, tmp_path, caps
 def test_a_minutes_run_refits_its_schedule(run, corpus, tmp_path, monkeypatch):
     """After REFIT real steps a --minutes run refits its step count to the time left; from there the learning rate
     follows the schedule of the new total (its warmup a share of it, as --resume rebuilds it) and ends at 0."""
-    import bert_nb.pretrain as pretrain
-    monkeypatch.setattr(pretrain, 'REFIT', 5)
-    monkeypatch.setattr(pretrain, '_calibrate', lambda *a, **k: 1000)  # the calibration promised 1,000 steps
+    import bert_nb.command as command, bert_nb.pretrain as pretrain
+    monkeypatch.setattr(command, 'REFIT', 5)
+    monkeypatch.setattr(command, '_calibrate', lambda *a, **k: 1000)  # the calibration promised 1,000 steps
     lrs = []
-    real = pretrain._step
+    real = command._step
     def step(loss_fn, opt, sched, args):
         lrs.append(sched.get_last_lr()[0]); return real(loss_fn, opt, sched, args)
-    monkeypatch.setattr(pretrain, '_step', step)
+    monkeypatch.setattr(command, '_step', step)
     out = tmp_path / 'm'
     assert main(['--corpus', str(corpus), '--minutes', '0.001', '--vocab', str(run / 'vocab.txt'), '--out', str(out)]
                 + TINY) == 0

@@ -8,10 +8,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 import bert_nb.bert as bert
-import bert_nb.pretrain as pretrain
+import bert_nb.command as command
 from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, mlm_mask, hf_bert_encoder_sd, from_hf_pretrained,
                           save_bert, load_bert)
-from bert_nb.pretrain import main, read_corpus, DEFAULT_CORPUS, RunArgs, train
+from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS, RunArgs
+from bert_nb.command import main, train
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 
@@ -81,7 +82,7 @@ def test_bad_out(corpus, tmp_path, monkeypatch, capsys):
     (tmp_path / 'file').write_text('x')
     refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'file', *TINY), 'is not a directory')
     refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'file' / 'run', *TINY), 'which is a file')
-    monkeypatch.setattr(pretrain.os, 'access', lambda p, mode: False)  # as a read-only filesystem answers
+    monkeypatch.setattr(command.os, 'access', lambda p, mode: False)  # as a read-only filesystem answers
     assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'ro' / 'run')] + TINY) == 2
     assert 'is not writable' in capsys.readouterr().err and not (tmp_path / 'ro').exists()
 
@@ -136,7 +137,7 @@ def test_a_run_is_resumable_from_its_start(corpus, tmp_path):
     assert r.returncode == 0, r.stderr
 
 def test_a_diverged_run_stops(corpus, tmp_path, monkeypatch):
-    monkeypatch.setattr(pretrain, '_step', lambda *a: float('nan'))
+    monkeypatch.setattr(command, '_step', lambda *a: float('nan'))
     a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64,
                 minutes=None, steps=5, evals=1, out=str(tmp_path / 'run'))
     with pytest.raises(ValueError, match='the training loss is nan at step 1: the run diverged'):
@@ -263,7 +264,7 @@ def free_port() -> int:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 def torchrun(*args, env=None):
-    script = Path(__file__).parents[1] / 'bert_nb' / 'pretrain.py'
+    script = Path(__file__).parents[1] / 'bert_nb' / 'command.py'
     return [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
             '--master_port', str(free_port()), str(script), 'train', *map(str, args)]
 

@@ -58,15 +58,25 @@ def execute(nb_path: Path, slow: bool = False):
     finally: os.chdir(cwd)
     return nb
 
-def kernel(nb_paths, timeout: int = 600):
-    "Run each notebook top to bottom in a real Jupyter kernel (ipykernel), as Run All does; fail on any error output."
+def in_kernel(nb_path: Path, timeout: int = 600):
+    """The notebook run top to bottom in a real Jupyter kernel (ipykernel), as Run All does. Flagged cells are
+    skipped and keep their stored outputs (nbclient's `skip-execution` tag), so the site shows the 5-minute run.
+    Raises CellExecutionError on a failing cell."""
     from nbclient import NotebookClient
+    nb = nbformat.read(nb_path, as_version=4)
+    skipped = [c for c in nb.cells if c.cell_type == 'code' and (skip_flags & set(directives(c))
+               or directives(c).get('eval:', [''])[0].lower() == 'false')]
+    for c in skipped: c.metadata['tags'] = c.metadata.get('tags', []) + ['skip-execution']
+    NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(nb_path.parent)}}).execute()
+    for c in skipped: c.metadata['tags'].remove('skip-execution')
+    return nb
+
+def kernel(nb_paths, timeout: int = 600):
+    "Run each notebook in a real Jupyter kernel; fail on any error output."
     from nbclient.exceptions import CellExecutionError
     failed = []
     for p in nb_paths:
-        nb = nbformat.read(p, as_version=4)
-        nb.cells = [c for c in nb.cells if c.cell_type != 'code' or not skip_flags & set(directives(c))]
-        try: NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(p.parent)}}).execute()
+        try: nb = in_kernel(p, timeout)
         except CellExecutionError as e:
             failed.append(p); print(f'{p}: FAILED in a Jupyter kernel\n{e}'); continue
         errors = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if o.output_type == 'error']

@@ -7,17 +7,18 @@ and math go through the same Markdown pipeline as every other page. Everything a
 copied beside it: MathJax 2.7 from PyPI's jupyter-server-mathjax, the iframe-worker shim that file:// search needs
 from the npm registry. Nothing is fetched from a network when the pages are read.
 """
-import argparse, importlib, inspect, json, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
+import argparse, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
 from pathlib import Path
 import nbformat
 from markdown.extensions.toc import slugify
 from nbconvert import MarkdownExporter
-from nbrun import root, execute, directives, strip_directives
+from nbrun import root, in_kernel, directives, strip_directives
 
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
-CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain']
-MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain'}
+CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '12_command']
+MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
+           'command': '12_command'}
 SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
@@ -126,8 +127,7 @@ def build(execute_nbs: bool = True):
     SRC.mkdir(parents=True)
     for stem in CHAPTERS:
         p = root / 'nbs' / f'{stem}.ipynb'
-        nb = execute(p) if execute_nbs else nbformat.read(p, as_version=4)
-        nb = nbformat.reads(json.dumps(nb), as_version=4)  # execnb's notebook as an nbformat node
+        nb = in_kernel(p) if execute_nbs else nbformat.read(p, as_version=4)  # Run All, in a real kernel
         (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
         print(f'page {stem}.md')
     (SRC / 'api.md').write_text(api_page())
