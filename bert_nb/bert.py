@@ -141,10 +141,10 @@ def plot_shown(grids: dict[str, np.ndarray]):
 
 # %% ../nbs/02_bert.ipynb #bd7a7865
 def _to_numpy(x) -> np.ndarray:
+    "x's values as a NumPy array: a float stays float (the checks name its dtype); bfloat16, NumPy has not."
     if isinstance(x, torch.Tensor):
-        if x.dtype.is_floating_point or x.dtype.is_complex:  # (bfloat16 has no NumPy twin): its dtype error
-            return np.zeros(x.shape, np.float32)
-        return x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
     a = np.asarray(x)
     return a.astype(np.int64) if a.size == 0 and not isinstance(x, np.ndarray) else a  # [] is no float array
 

@@ -312,3 +312,14 @@ def test_fast_path_retries_a_short_block(n):
         a = bert._mask_pcg(ids, special, 4, 2**31 + 1, p, fast, n=n)
         b = mlm_mask(ids, special, 4, 2**31 + 1, p, Plain(slow))
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and fast == slow
+
+def test_a_pick_rate_figure_draws_the_rates_it_is_given():
+    "A float tensor reaches the figure as its values (it once arrived as zeros, and the heatmap showed 0 everywhere)."
+    from bert_nb.bert import plot_pick_rate
+    rate, special = torch.tensor([[0.0, 0.1, 0.25], [0.0, 0.2, 0.0]], dtype=torch.float64), torch.tensor([[1, 0, 0], [1, 0, 1]]).bool()
+    fig = plot_pick_rate(rate, special, 0.15)
+    drawn = fig.axes[0].images[0].get_array()
+    assert drawn[0, 1] == 0.1 and drawn[0, 2] == 0.25 and drawn[1, 1] == 0.2 and drawn.mask[special.numpy()].all()
+    assert fig.axes[1].lines[0].get_xdata().tolist() == [0.175, 0.2]   # each row's mean over its eligible positions
+    with pytest.raises(ValueError, match='ids must be integers, got dtype torch.float32'):
+        mlm_mask(torch.tensor([[2., 5.]]), torch.zeros(1, 2, dtype=torch.bool), 4, 40, .5, PCG32(0))
