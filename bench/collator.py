@@ -5,7 +5,7 @@ masking makes) are not traced, so that figure undercounts transformers."""
 import sys, tracemalloc
 import numpy as np
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
-from bert_nb.bert import MLMCollator
+from bert_nb.data import MLMCollator
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.wordpiece import WordPieceTokenizer
 from common import minilm_dir, interleaved, report

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_bert.ipynb #275bd248
 from __future__ import annotations
-import bisect, ctypes, hashlib, json, math, numbers, os, re, shutil, tempfile, warnings
+import bisect, ctypes, json, math, numbers, os, re, shutil, tempfile, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 from typing import NamedTuple
@@ -20,11 +20,11 @@ from .wordpiece import SPECIALS, WordPieceTokenizer
 __all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws',
            'shown_grid', 'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch',
            'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
-           'plot_word_masking', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'BertConfig',
-           'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler', 'EncoderOutput', 'BertEncoder',
-           'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM', 'position_loss', 'plot_position_loss',
-           'attention_reach', 'plot_attention_reach', 'plot_unpadding', 'hf_encoder_names', 'hf_bert_encoder_sd',
-           'LoadReport', 'load_hf_bert', 'plot_layer_diffs', 'load_bert', 'save_bert']
+           'plot_word_masking', 'BertConfig', 'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler',
+           'EncoderOutput', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM',
+           'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach', 'plot_unpadding',
+           'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'plot_layer_diffs', 'load_bert',
+           'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -432,103 +432,6 @@ def plot_word_masking(runs: list[dict]):
     ax.set(title='whole-word masking: words picked (grey), shown [MASK] / other / itself', ylabel='z-score',
            ylim=(-6, 6))
     return fig
-
-# %% ../nbs/02_bert.ipynb #28ac195f
-def batch_stream(keys: list[str]) -> int:
-    "A batch's PCG32 stream: the first 8 bytes (little-endian) of SHA-256 of its keys joined by '|'."
-    return int.from_bytes(hashlib.sha256('|'.join(keys).encode()).digest()[:8], 'little')
-
-class MLMCollator:
-    """Training batches from texts, `(text_a, text_b)` pairs or tokenised features (`input_ids`, optionally
-    `token_type_ids` and `word_ids`): padded, masked in the op order, torch tensors under transformers' keys.
-    A batch masks from `PCG32(seed, batch_stream(keys))`, one key per example: its `key` field (`mlm_loader`
-    sets it from the epoch and the index), else its token ids. A batch's masks depend on the seed and on what
-    the batch holds, nothing else: not on the worker, the number of workers or the batches before it."""
-    def __init__(self, tok: WordPieceTokenizer, p: float = 0.15, *, seed: int = 0, max_len: int = 512,
-                 shares=ACTIONS, whole_word: bool = False, pad_to_multiple_of: int | None = None):
-        self.tok, self.p, self.max_len = tok, _check_p(p), _check_int('max_len', max_len, 2)
-        self.seed, self.shares = _check_int('seed', seed, 0, 2**64), _check_shares(shares)
-        self.whole_word = whole_word
-        self.multiple = _check_int('pad_to_multiple_of', pad_to_multiple_of or 1, 1)
-        self.specials = np.array(special_ids(tok))
-        self.piece = np.array([t.startswith('##') for t in tok.tokens()])  # continues the word before it
-
-    def _features(self, examples) -> list[dict]:
-        "Each example as a dict with `input_ids` (texts tokenised here, in one Rust batch)."
-        if all(isinstance(e, dict) and 'input_ids' in e for e in examples): return [dict(e) for e in examples]
-        texts = [e.get('text') if isinstance(e, dict) else e for e in examples]
-        if any(t is None for t in texts):
-            raise ValueError("an example must be a text, a (text_a, text_b) pair, or a dict with 'text' or "
-                             f"'input_ids' (all of a batch alike), got {examples[texts.index(None)]!r:.80}")
-        texts = [tuple(t) if isinstance(t, list) else t for t in texts]
-        encs = self.tok.encode_batch(texts, max_len=self.max_len)
-        return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}
-                for e, x in zip(examples, encs)]
-
-    def __call__(self, examples) -> dict[str, torch.Tensor]:
-        if not len(examples): raise ValueError("a batch needs at least one example")
-        feats = self._features(examples)
-        lens = [len(f['input_ids']) for f in feats]
-        if max(lens) > self.max_len:
-            raise ValueError(f"an example has {max(lens)} tokens, more than max_len={self.max_len}")
-        T = -(-max(lens) // self.multiple) * self.multiple
-        ids = np.full((len(feats), T), self.tok.pad_id, np.int64)
-        types, words = np.zeros_like(ids), np.full_like(ids, -1)
-        for r, f in enumerate(feats):
-            ids[r, :lens[r]] = f['input_ids']
-            if f.get('token_type_ids') is not None: types[r, :lens[r]] = f['token_type_ids']
-            if f.get('word_ids') is not None:
-                words[r, :lens[r]] = [-1 if w is None else w for w in f['word_ids']]
-        special = np.isin(ids, self.specials)
-        if self.whole_word and all(f.get('word_ids') is None for f in feats):
-            words = np.cumsum(~self.piece[ids] | special, axis=1)  # a word starts at every token without ##
-        keys = [str(f['key']) if 'key' in f else ','.join(map(str, f['input_ids'])) for f in feats]
-        inputs, labels = mlm_mask(ids, special, self.tok.mask_id, len(self.tok), self.p,
-                                  PCG32(self.seed, batch_stream(keys)), shares=self.shares,
-                                  word_ids=words if self.whole_word else None)
-        attn = (np.arange(T) < np.array(lens)[:, None]).astype(np.int64)
-        out = dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
-        return {k: torch.from_numpy(v) for k, v in out.items()}
-
-
-# %% ../nbs/02_bert.ipynb #3f259a74
-class _Keyed(torch.utils.data.Dataset):
-    "Examples under their keys: item (epoch, i) is example i with the key 'epoch.i'."
-    def __init__(self, data): self.data = data
-    def __len__(self) -> int: return len(self.data)
-    def __getitem__(self, at):
-        e, i = at
-        x = self.data[i]
-        return {**x, 'key': f'{e}.{i}'} if isinstance(x, dict) else {'text': x, 'key': f'{e}.{i}'}
-
-class _Epochs(torch.utils.data.Sampler):
-    "(epoch, index) pairs, a new epoch each pass; shuffled: sorted by PCG32(seed, 2**62 + epoch) draws."
-    def __init__(self, n: int, shuffle: bool, seed: int):
-        self.n, self.shuffle, self.seed, self.epoch = n, shuffle, seed, 0
-    def __len__(self) -> int: return self.n
-    def __iter__(self):
-        e, self.epoch = self.epoch, self.epoch + 1
-        order = range(self.n)
-        if self.shuffle: order = np.argsort(PCG32(self.seed, 2**62 + e).u32s(self.n), kind='stable')
-        return iter([(e, int(i)) for i in order])
-
-def mlm_loader(data, collator: MLMCollator, batch_size: int, *, shuffle: bool = True, seed: int = 0,
-               **kw) -> torch.utils.data.DataLoader:
-    "A DataLoader of `data` whose batches mask afresh each epoch, the same for any number of workers."
-    sampler = _Epochs(len(data), shuffle, seed)
-    return torch.utils.data.DataLoader(_Keyed(data), batch_size, sampler=sampler, collate_fn=collator, **kw)
-
-class ForTrainer(nn.Module):
-    "A BertForMLM as transformers' Trainer calls it: the collator's keys in, a dict with the loss out."
-    def __init__(self, model: BertForMLM):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> dict:
-        if labels is None: return {'logits': self.model(input_ids, token_type_ids, attention_mask)[0]}
-        return {'loss': self.model.loss(input_ids, token_type_ids, attention_mask, labels)}
-
 
 # %% ../nbs/02_bert.ipynb #e30e8bb6
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
