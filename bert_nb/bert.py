@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_bert.ipynb #275bd248
 from __future__ import annotations
-import bisect, ctypes, json, math, numbers, os, re, shutil, tempfile, warnings
+import bisect, json, math, numbers, os, re, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 from typing import NamedTuple
@@ -12,14 +12,15 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from .rng import PCG32, sample_categorical, normal_init
 from .wordpiece import SPECIALS, WordPieceTokenizer
+from .files import _read_json, _read_safetensors, _read_bin, _recover, _write_dir
 
 # %% auto #0
-__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'MODEL_FILES', 'save_hf_bert', 'plot_draws',
-           'shown_grid', 'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch',
-           'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
+__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'plot_draws', 'shown_grid',
+           'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts',
+           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
            'plot_word_masking', 'BertConfig', 'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler',
            'EncoderOutput', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM',
            'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach', 'plot_unpadding',
@@ -1047,29 +1048,6 @@ def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
     return fig
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
-def _read_json(path: Path) -> dict:
-    if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
-    try: return json.loads(path.read_text(encoding='utf-8'))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from None
-
-def _read_safetensors(path: Path) -> dict:
-    if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
-    try: return load_file(path)
-    except Exception as e:
-        raise ValueError(f"{path} is not a readable safetensors file (corrupt or truncated?): {e}") from None
-
-def _read_bin(path: Path) -> dict:
-    "A pytorch_model.bin state dict, read with weights_only=True: no pickled code runs."
-    try: sd = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as e:
-        raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
-                         f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
-    tensors = isinstance(sd, dict) and all(isinstance(v, torch.Tensor) for v in sd.values())
-    if not tensors:
-        raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")
-    return sd
-
 def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
     "Refuse a config that does not describe the encoder weights (BertEncoder names), before building a model."
     d, n = config.d_model, _n_layers(shapes, r'layers\.(\d+)\.')
@@ -1078,23 +1056,6 @@ def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
     bad = [] if n == config.n_layers else [f"{n} layers, the config {config.n_layers}"]
     bad += [f"{k} {shapes.get(k)}, the config {v}" for k, v in want.items() if tuple(shapes.get(k, ())) != v]
     if bad: raise ValueError(f"{where} does not match its config: the weights have {'; '.join(bad[:3])}")
-
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass
-    return True
-
-def _recover(dir: Path):
-    "Tidy what killed saves left beside `dir`: finish a swap cut between its two renames; drop the rest."
-    dir = Path(os.path.abspath(dir))
-    if not dir.parent.is_dir(): return
-    pat = re.compile(rf'\.{re.escape(dir.name)}\.(tmp|new|old)-(\d+)-\w+')
-    left = [(p, m[1]) for p in dir.parent.iterdir() if (m := pat.fullmatch(p.name)) and not _alive(int(m[2]))]
-    done = sorted((p for p, kind in left if kind == 'new'), key=lambda p: p.stat().st_mtime)
-    if done and not dir.exists(): os.rename(done.pop(), dir)  # complete, and about to be renamed into place
-    for p, _ in left:
-        if p.exists(): shutil.rmtree(p, ignore_errors=True)
 
 def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     "A directory bert-nb wrote before it wrote the transformers layout: our names, our config block."
@@ -1149,52 +1110,6 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     return load_hf_bert(model, sd, strict=cls is BertForMLM if strict is None else strict).eval()
 
 from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
-
-# %% ../nbs/02_bert.ipynb #7fcb221b
-MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.txt', 'tokenizer.json',
-               'tokenizer_config.json', 'special_tokens_map.json'}  # what a save replaces
-
-def _exchange(a: Path, b: Path) -> bool:
-    "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the OS or filesystem cannot."
-    try: renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError): return False
-    AT_FDCWD, RENAME_EXCHANGE = -100, 2
-    return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
-
-def _write_dir(dir: Path, write) -> Path:
-    """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
-    `dir` that are not the model's (MODEL_FILES) are kept. A symlinked `dir` saves into its target."""
-    dir = Path(dir)
-    if dir.is_symlink(): dir = dir.resolve()
-    dir = Path(os.path.abspath(dir))
-    if dir.exists() and not dir.is_dir(): raise ValueError(f"{dir} exists and is not a directory")
-    if Path.cwd().is_relative_to(dir):
-        raise ValueError(f"{dir} is (or holds) the current directory, which a save cannot swap out: "
-                         "save to a directory below it")
-    dir.parent.mkdir(parents=True, exist_ok=True)
-    _recover(dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{dir.name}.tmp-{os.getpid()}-', dir=dir.parent))
-    try:
-        write(tmp)
-        for name in (set(os.listdir(dir)) - MODEL_FILES - set(os.listdir(tmp)) if dir.is_dir() else ()):
-            src = dir / name  # kept: hard links, so nothing is copied and the files stay the same files
-            if src.is_dir() and not src.is_symlink():
-                shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
-            else: os.link(src, tmp / name, follow_symlinks=False)
-        for f in tmp.iterdir():
-            if f.is_file() and not f.is_symlink():
-                with open(f, 'rb') as fh: os.fsync(fh.fileno())
-        new = tmp.with_name(tmp.name.replace('.tmp-', '.new-'))
-        os.rename(tmp, new); tmp = new   # complete: a later save or load may finish the swap
-        if not dir.exists(): os.rename(tmp, dir)
-        elif _exchange(tmp, dir): shutil.rmtree(tmp)   # tmp now holds the earlier model
-        else:  # no RENAME_EXCHANGE here: two renames; a kill between them is finished by _recover
-            old = tmp.with_name(tmp.name.replace('.new-', '.old-'))
-            os.rename(dir, old); os.rename(tmp, dir); shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dir
 
 # %% ../nbs/02_bert.ipynb #8c6d20e8
 _SPECIAL_NAMES = dict(unk_token='[UNK]', sep_token='[SEP]', pad_token='[PAD]', cls_token='[CLS]',

@@ -229,10 +229,10 @@ def test_masking_invariants(B, T, V, p, seed, np_seed):
 
 CHILD = textwrap.dedent('''
     import sys, torch
-    import bert_nb.bert as bert
+    import bert_nb.files as files
     from bert_nb.bert import BertConfig, BertForMLM, save_bert
     from bert_nb.rng import PCG32
-    if sys.argv[2] == 'fallback': bert._exchange = lambda a, b: False   # as where RENAME_EXCHANGE is missing
+    if sys.argv[2] == 'fallback': files._exchange = lambda a, b: False   # as where RENAME_EXCHANGE is missing
     cfg = BertConfig(3000, max_len=64, d_model=64, n_heads=2, n_layers=2, d_ff=128)
     models = [BertForMLM(cfg, rng=PCG32(s)) for s in (1, 2)]
     print('ready', flush=True)
