@@ -7,7 +7,7 @@ import torch
 import bert_nb.command as command
 from bert_nb.bert import BertAttention, BertConfig, BertForMLM, mlm_mask, special_ids
 from bert_nb.pretrain import (RunArgs, evaluate, pack_rows, split_lines, read_corpus, fill, DEFAULT_CORPUS,
-                             _step, MLMLoss, make_optimizer)
+                              _step, MLMLoss, make_optimizer)
 from bert_nb.command import train, main
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
@@ -152,7 +152,8 @@ def test_learned_means_15_points_above_always_guessing_the_commonest_token(corpu
 def test_evaluate_leaves_the_model_as_it_found_it(tok, training):
     "evaluate switches dropout off for its own batches and gives the model back in the mode it came in."
     rows, lens = pack_rows(tok, read_corpus([DEFAULT_CORPUS])[:20], max_len=16)
-    m = BertForMLM(BertConfig(len(tok), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.5), rng=PCG32(2))
+    cfg = BertConfig(len(tok), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.5)
+    m = BertForMLM(cfg, rng=PCG32(2))
     m.train(training)
     a = evaluate(m, tok, rows, lens, seed=0)
     assert m.training == training and all(x.training == training for x in m.modules())
