@@ -138,10 +138,9 @@ def test_real_minilm(minilm):
              'BERT is bidirectional: every token attends to every other one.', 'Ünïcödé àccents, 中文, and emoji 🙂 too']
     b = mlm_batch(tok, texts, 64, 0.0, PCG32(0))
     ids, types, mask = (torch.from_numpy(b[k]) for k in ('input_ids', 'token_type_ids', 'attention_mask'))
-    with torch.no_grad():  # float64 copies: the same formula, so float64 rounding is the bound
-        h = ours.double()(ids, types, mask)
-        want = ref.double()(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state
-    ours.float(), ref.float()  # the module's fixture stays float32
+    with torch.no_grad():  # float64 copies (the fixture stays float32): the same formula, float64 rounding the bound
+        h = copy.deepcopy(ours).double()(ids, types, mask)
+        want = copy.deepcopy(ref).double()(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state
     r = mask.bool()
     tol = encoder_tol(ours.config, ids.shape[1], torch.float64, want[r].abs().max().item())
     torch.testing.assert_close(h[r], want[r], rtol=0, atol=tol)

@@ -41,12 +41,13 @@ def test_it_loads_in_one_call_and_reproduces_its_card():
     assert len(y) == want['n']
     eps = encoder_tol(model.config, rows.shape[1], torch.float32, x.abs().max().item())
     loss = F.cross_entropy(x, y).item()
-    assert abs(want['loss'] - loss) <= 2 * eps + gamma(model.config.vocab) + gamma(len(y)) * loss, (want['loss'], loss)
+    loss_eps = 2 * eps + gamma(model.config.vocab) + gamma(len(y)) * loss
+    assert abs(want['loss'] - loss) <= loss_eps, (want['loss'], loss)
     right = x.argmax(-1) == y
     other = x.scatter(1, y[:, None], -torch.inf).max(-1).values
     near = ((x.gather(1, y[:, None])[:, 0] - other).abs() <= 2 * eps).sum().item()
     assert abs(want['acc'] * len(y) - right.sum().item()) <= near, (want['acc'], right.float().mean().item(), near)
-    assert abs(ev['acc'] * len(y) - right.sum().item()) <= near and abs(ev['loss'] - loss) <= 2 * eps + gamma(8192)
+    assert abs(ev['acc'] * len(y) - right.sum().item()) <= near and abs(ev['loss'] - loss) <= loss_eps  # this CPU too
     assert want['acc'] > c['baseline']['acc'] + 0.15  # it learned: well above always guessing the commonest token
 
 def test_its_vocab_is_what_the_trainer_gives_in_this_process():

@@ -1,4 +1,4 @@
-"""Render the notebooks: README.md from index.ipynb, outputs saved in place, or a run in a Jupyter kernel.
+"""Render the notebooks: README.md from index.ipynb, outputs saved in place, the site's run in a kernel.
 
 `nbdev_readme` needs Quarto, which cannot be installed here, so nbconvert renders the README.
 Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
@@ -71,19 +71,6 @@ def in_kernel(nb_path: Path, timeout: int = 600):
     for c in skipped: c.metadata['tags'].remove('skip-execution')
     return nb
 
-def kernel(nb_paths, timeout: int = 600):
-    "Run each notebook in a real Jupyter kernel; fail on any error output."
-    from nbclient.exceptions import CellExecutionError
-    failed = []
-    for p in nb_paths:
-        try: nb = in_kernel(p, timeout)
-        except CellExecutionError as e:
-            failed.append(p); print(f'{p}: FAILED in a Jupyter kernel\n{e}'); continue
-        errors = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if o.output_type == 'error']
-        if errors: failed.append(p); print(f'{p}: error output {errors[0].ename}: {errors[0].evalue}')
-        else: print(f'{p}: ran top to bottom in a Jupyter kernel')
-    if failed: raise SystemExit(f'{len(failed)} notebook(s) failed in a kernel: {" ".join(map(str, failed))}')
-
 def inplace(nb_paths, slow=False):
     from execnb.nbio import write_nb
     for p in nb_paths: write_nb(execute(p, slow), p); print(f'executed {p}')
@@ -93,10 +80,8 @@ if __name__ == '__main__':
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
     g.add_argument('--inplace', action='store_true')
-    g.add_argument('--kernel', action='store_true', help='run each notebook in a Jupyter kernel, slow cells left out')
     ap.add_argument('--slow', action='store_true', help='with --inplace: run the slow cells too, storing their outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
-    elif a.kernel: kernel(a.nbs)
     else: inplace(a.nbs, a.slow)

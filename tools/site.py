@@ -18,8 +18,7 @@ SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '10_data', '11_files', '12_command']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
-           'data': '10_data', 'files': '11_files',
-           'command': '12_command'}
+           'data': '10_data', 'files': '11_files', 'command': '12_command'}
 SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
