@@ -18,14 +18,10 @@ from .wordpiece import SPECIALS, WordPieceTokenizer
 from .files import _read_json, _read_safetensors, _read_bin, _recover, _write_dir
 
 # %% auto #0
-__all__ = ['ACTIONS', 'SHOWN', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'plot_draws', 'shown_grid',
-           'plot_shown', 'mlm_mask', 'plot_pick_rate', 'special_ids', 'mlm_batch', 'plot_batch', 'mask_counts',
-           'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'plot_mask_rates', 'word_mask_stats',
-           'plot_word_masking', 'BertConfig', 'BertAttention', 'BertLayer', 'plot_attention_maps', 'BertPooler',
-           'EncoderOutput', 'BertEncoder', 'init_weights', 'plot_init', 'MLMHead', 'MLMOutput', 'BertForMLM',
-           'position_loss', 'plot_position_loss', 'attention_reach', 'plot_attention_reach', 'plot_unpadding',
-           'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert', 'plot_layer_diffs', 'load_bert',
-           'save_bert']
+__all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'mlm_mask', 'special_ids',
+           'mlm_batch', 'BertConfig', 'BertAttention', 'BertLayer', 'BertPooler', 'EncoderOutput', 'MLMOutput',
+           'BertEncoder', 'init_weights', 'MLMHead', 'BertForMLM', 'hf_encoder_names', 'hf_bert_encoder_sd',
+           'LoadReport', 'load_hf_bert', 'load_bert', 'save_bert']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -47,26 +43,6 @@ def _mask_loop(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p
         elif a == 1: shown[i] = rng.below(vocab)
     return inputs, labels
 
-# %% ../nbs/02_bert.ipynb #8b6227af
-def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str], shares=ACTIONS):
-    "Each position's pick draw against p; a picked position's action draw against the shares' running sums."
-    import matplotlib.pyplot as plt
-    cuts = np.cumsum(shares)[:-1]
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.3))
-    for i, d in enumerate(draws):
-        if not d: a0.text(i, p / 2, 'no draw', ha='center', fontsize=8, color='gray', rotation=90)
-        else: a0.bar(i, d[0], color='C2' if d[0] < p else 'C7')
-        if len(d) > 1: a1.bar(i, d[1], color=f'C{int(np.searchsorted(cuts, d[1], side="right"))}')
-        a1.text(i, 1.03, shown[i], ha='center', fontsize=8)
-    a0.axhline(p, color='k', ls='--', lw=1, label=f'p = {p}: picked below')
-    for c, name in zip(cuts, ('[MASK] below', 'random below')):
-        a1.axhline(c, color='k', ls=':', lw=1, label=f'{c:g}: {name}')
-    a0.set(title='draw 1: is the position picked?', ylabel='u', ylim=(0, 1))
-    a1.set(title='draw 2 (picked only): what it shows', ylabel='u', ylim=(0, 1.12))
-    for ax in (a0, a1): ax.set_xticks(range(len(words)), words); ax.legend(fontsize=7, loc='center right')
-    fig.tight_layout()
-    return fig
-
 # %% ../nbs/02_bert.ipynb #570bcdfa
 def _chain(succ: np.ndarray) -> np.ndarray:
     "The path 0, succ[0], succ[succ[0]], ... up to the sentinel len(succ), by pointer doubling."
@@ -77,6 +53,27 @@ def _chain(succ: np.ndarray) -> np.ndarray:
         jump = jump[jump]
     return path[path < n]
 
+# %% ../nbs/02_bert.ipynb #31873c21
+def _pcg_picks(r: np.ndarray, n: int, m: int, cut: int, cuts: tuple, threshold: int):
+    """On a block r of n + 2 outputs, the picked starts: their positions k, actions a, the outputs below()
+    takes, and the draws the op order uses for the m positions (more than n: the block was too short)."""
+    cand = np.flatnonzero(r[:n] < cut)     # the draws that pick, if a position starts there
+    u2 = r[cand + 1] / 4294967296.0
+    act = (u2 >= cuts[0]).astype(np.int64) + (u2 >= cuts[1])
+    rnd = act == 1
+    ok = np.append(np.flatnonzero(r >= threshold), 4 * n)  # outputs below() accepts; a sentinel after them
+    take = cand + 2
+    take[rnd] = ok[np.searchsorted(ok, take[rnd])]  # a random pick's below() ends at the first accepted one
+    length = take - cand + rnd             # 2 draws, or 2 plus below()'s
+    starts = _chain(np.searchsorted(cand, cand + length))
+    q, L = cand[starts], length[starts]
+    k = q - np.concatenate([[0], np.cumsum(L - 1)[:-1]])  # the position each picked start is
+    sel = k < m
+    q, L, k, a, take = q[sel], L[sel], k[sel], act[starts][sel], take[starts][sel]
+    used = q[-1] + L[-1] + (m - 1 - k[-1]) if len(q) else m
+    return k, a, take, used
+
+# %% ../nbs/02_bert.ipynb #a1b2c302
 def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32,
               shares=ACTIONS, n: int | None = None):
     "The op order on a block of the PCG32 stream, in NumPy (n draws first; default: expected count + margin)."
@@ -91,25 +88,9 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
     start = rng.copy()
     while True:
         r = rng.u32s(n + 2)                    # two spare draws: a candidate at n - 1 may look ahead
-        cand = np.flatnonzero(r[:n] < cut)     # the draws that pick, if a position starts there
-        u2 = r[cand + 1] / 4294967296.0
-        act = (u2 >= cuts[0]).astype(np.int64) + (u2 >= cuts[1])
-        rnd = act == 1
-        # outputs below() accepts; a sentinel past the block
-        ok = np.append(np.flatnonzero(r >= threshold), 4 * n)
-        take = cand + 2
-        # a random pick's below() ends at the first accepted output
-        take[rnd] = ok[np.searchsorted(ok, take[rnd])]
-        length = take - cand + rnd             # 2 draws, or 2 plus below()'s
-        starts = _chain(np.searchsorted(cand, cand + length))
-        q, L = cand[starts], length[starts]
-        k = q - np.concatenate([[0], np.cumsum(L - 1)[:-1]])  # the position each picked start is
-        sel = k < m
-        q, L, k, a, take = q[sel], L[sel], k[sel], act[starts][sel], take[starts][sel]
-        used = q[-1] + L[-1] + (m - 1 - k[-1]) if len(q) else m
+        k, a, take, used = _pcg_picks(r, n, m, cut, cuts, threshold)
         if used <= n: break
-        # the block was too short (a long run of rejections): take a longer one
-        n *= 2
+        n *= 2                                 # the block was too short: take a longer one
         rng.state = start.state
     rng.state = start.state
     rng.advance(int(used))                     # leave the generator where the op order leaves it
@@ -119,26 +100,6 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
     shown[at[a == 0]] = mask_id
     shown[at[a == 1]] = r[take[a == 1]].astype(np.int64) % vocab
     return inputs, labels
-
-# %% ../nbs/02_bert.ipynb #a8b24f56
-SHOWN = ('not picked', '[MASK]', 'another token', 'itself')
-
-def shown_grid(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray, mask_id: int) -> np.ndarray:
-    "What each position shows, an index into SHOWN (a random id equal to [MASK] or the token counts as that)."
-    ids, inputs, labels = np.asarray(ids), np.asarray(inputs), np.asarray(labels)
-    return np.where(labels == -100, 0, np.where(inputs == mask_id, 1, np.where(inputs == ids, 3, 2)))
-
-def plot_shown(grids: dict[str, np.ndarray]):
-    "Side-by-side maps of shown_grid, one per named masking: rows down, positions across."
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    fig, axs = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 3), squeeze=False)
-    for ax, (name, g) in zip(axs[0], grids.items()):
-        cmap = ListedColormap(['#eeeeee', 'C0', 'C1', 'C2'])
-        im = ax.imshow(g, cmap=cmap, vmin=-.5, vmax=3.5, aspect='auto', interpolation='nearest')
-        ax.set(title=f'{name}: {(g > 0).mean():.1%} picked', xlabel='position', ylabel='row')
-    fig.colorbar(im, ax=axs[0], ticks=range(4)).ax.set_yticklabels(SHOWN)
-    return fig
 
 # %% ../nbs/02_bert.ipynb #bd7a7865
 def _to_numpy(x) -> np.ndarray:
@@ -162,6 +123,7 @@ def _check_p(p):
     if not 0 <= p <= 1: raise ValueError(f"p must be in [0, 1], got {p}")
     return float(p)
 
+# %% ../nbs/02_bert.ipynb #44b1f39b
 def _check_ids(ids, vocab: int) -> np.ndarray:
     a = _to_numpy(ids)
     if a.dtype.kind not in 'iu':
@@ -201,6 +163,7 @@ def _word_starts(word_ids, special: np.ndarray) -> np.ndarray:
     new[..., 1:] = special[..., :-1] | (w[..., 1:] != w[..., :-1])
     return new & ~special
 
+# %% ../nbs/02_bert.ipynb #9542d078
 def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng, *, shares=ACTIONS, word_ids=None):
     """BERT's MLM masking in the fixed op order: returns `(inputs, labels)`, labels -100 where not picked.
     `shares`: what a picked position shows ([MASK], a random id, itself); `word_ids`: mask whole words."""
@@ -222,24 +185,6 @@ def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng, *, shar
     if isinstance(ids, torch.Tensor):
         return torch.from_numpy(inputs).to(ids.device), torch.from_numpy(labels).to(ids.device)
     return inputs, labels
-
-# %% ../nbs/02_bert.ipynb #168b7648
-def plot_pick_rate(rate, special, p: float):
-    "Each position's pick rate over many maskings (special positions hatched) and each row's mean against p."
-    import matplotlib.pyplot as plt
-    rate, special = _to_numpy(rate).astype(float), _to_numpy(special).astype(bool)
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12, 3), gridspec_kw=dict(width_ratios=(3, 1)))
-    im = a0.imshow(np.ma.masked_where(special, rate), cmap='viridis', vmin=0, vmax=2 * p, aspect='auto')
-    a0.imshow(np.ma.masked_where(~special, np.zeros_like(rate)), cmap='Greys', vmin=-1, vmax=1, aspect='auto')
-    a0.set(title='pick rate by position (grey: special, never picked)', xlabel='position', ylabel='row')
-    fig.colorbar(im, ax=a0, label='pick rate')
-    rows = [r[~s].mean() for r, s in zip(rate, special)]
-    a1.plot(rows, range(len(rows)), 'o', label='observed')
-    a1.axvline(p, color='k', ls='--', label=f'p = {p}')
-    a1.set(title='mean over eligible positions', xlabel='pick rate', ylabel='row', xlim=(0, 2 * p))
-    a1.set_yticks(range(len(rows))); a1.invert_yaxis(); a1.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 # %% ../nbs/02_bert.ipynb #0cc441af
 def special_ids(tok: WordPieceTokenizer) -> list[int]:
@@ -267,98 +212,32 @@ def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> di
     inputs, labels = mlm_mask(ids, np.isin(ids, special_ids(tok)), tok.mask_id, len(tok), p, rng)
     return dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
 
-# %% ../nbs/02_bert.ipynb #c8655d71
-def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
-    "An mlm_batch as four images: the ids shown ([MASK] marked), token types, attention mask, picked labels."
-    import matplotlib.pyplot as plt
-    picked = batch['labels'] != -100
-    panels = [('input_ids' + (' (x: [MASK])' if mask_id is not None else ''), batch['input_ids']),
-              ('token_type_ids', batch['token_type_ids']), ('attention_mask', batch['attention_mask']),
-              (f'labels != -100 ({picked.sum()} picked)', picked)]
-    fig, axs = plt.subplots(1, 4, figsize=(15, 1.2 + 0.35 * len(picked)))
-    for ax, (title, a) in zip(axs, panels):
-        ax.imshow(a, aspect='auto', interpolation='nearest',
-                  cmap='viridis' if title.startswith('input') else 'Greys_r')
-        ax.set(title=title, xlabel='position', ylabel='row', yticks=range(len(a)))
-    if mask_id is not None:
-        r, c = np.nonzero(batch['input_ids'] == mask_id)
-        axs[0].plot(c, r, 'rx', ms=8)
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/02_bert.ipynb #f159d907
-def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
-                mask_id: int) -> tuple[np.ndarray, np.ndarray]:
-    "What the picked positions show: counts of ([MASK], another token, the token itself); the picked mask."
-    picked = labels != -100
-    shown, orig = inputs[picked], ids[picked]
-    is_mask = shown == mask_id
-    counts = [is_mask.sum(), (~is_mask & (shown != orig)).sum(), (~is_mask & (shown == orig)).sum()]
-    return np.array(counts), picked
-
-def mask_stats(ids, special_mask, mask_id: int, vocab: int, p: float, rng, n_batches: int = 200,
-               shares=ACTIONS) -> dict:
-    "Mask the same ids `n_batches` times from one stream: picks per batch, outcomes, picks per position."
-    ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
-    picked_share, outcome, per_pos = [], np.zeros(3, np.int64), np.zeros(ids.shape, np.int64)
-    for _ in range(n_batches):
-        inputs, labels = mlm_mask(ids, special, mask_id, vocab, p, rng, shares=shares)
-        counts, picked = mask_counts(ids, inputs, labels, mask_id)
-        outcome += counts; per_pos += picked
-        picked_share.append(picked.sum() / max((~special).sum(), 1))
-    return dict(p=p, vocab=vocab, eligible=int((~special).sum()), special=special,
-                picked_share=np.array(picked_share), outcome=outcome, expected=mask_shares(vocab, shares),
-                pick_rate=per_pos / n_batches)
-
-def mask_shares(vocab: int, shares=ACTIONS) -> np.ndarray:
-    "The exact shares of ([MASK], another token, itself) a picked position shows (a random id may be either)."
-    m, r, k = _check_shares(shares)
-    return np.array([m + r / vocab, r * (vocab - 2) / vocab, k + r / vocab])
-
-def share_z(stats: dict) -> np.ndarray:
-    "Each outcome's observed share minus its exact share, in binomial standard deviations."
-    n, exp = stats['outcome'].sum(), stats['expected']
-    return (stats['outcome'] / n - exp) / np.sqrt(exp * (1 - exp) / n)
-
-def mask_chi2(stats: dict) -> float:
-    "Pearson's chi-square of the three outcome counts against their exact shares (2 degrees of freedom)."
-    n, obs, exp = stats['outcome'].sum(), stats['outcome'], stats['expected']
-    if (obs[exp == 0] > 0).any(): return math.inf  # an outcome the shares rule out
-    k = exp > 0
-    return float((((obs[k] - n * exp[k]) ** 2) / (n * exp[k])).sum())
-
-# %% ../nbs/02_bert.ipynb #cac37819
-def plot_mask_rates(stats: dict):
-    "Picked share per batch in its binomial band; the outcome shares as z-scores; the pick rate by position."
-    import matplotlib.pyplot as plt
-    p, n_el = stats['p'], stats['eligible']
-    fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
-    sd = math.sqrt(p * (1 - p) / n_el)
-    ax[0].plot(stats['picked_share'], '.', ms=3, label='observed')
-    ax[0].axhline(p, color='k', ls='--', label=f'p = {p}')
-    ax[0].axhspan(p - 4 * sd, p + 4 * sd, color='k', alpha=.1, label='±4 sd (binomial)')
-    ax[0].set(title=f'picked share per batch ({n_el} eligible)', xlabel='batch', ylabel='picked / eligible')
-    ax[0].legend(fontsize=8)
-    z = share_z(stats)
-    ax[1].bar(range(3), z, color=['C0', 'C1', 'C2'])
-    ax[1].axhline(0, color='k', ls='--', lw=1, label='exact share')
-    ax[1].axhspan(-4, 4, color='k', alpha=.1, label='±4 sd')
-    shares = stats['outcome'] / stats['outcome'].sum()
-    names = ['[MASK]', 'other', 'itself']
-    labels = [f'{k}\n{s:.4f}\nexact {e:.4f}' for k, s, e in zip(names, shares, stats['expected'])]
-    ax[1].set(title=f"shown at {stats['outcome'].sum():,} picked positions", xticks=range(3),
-              xticklabels=labels, ylabel='(observed - exact) / sd', ylim=(-6, 6))
-    ax[1].legend(fontsize=8)
-    rate = stats['pick_rate'].reshape(-1, stats['pick_rate'].shape[-1]).mean(0)
-    ax[2].plot(rate, '.-', label='observed')
-    ax[2].plot(np.where(stats['special'].reshape(-1, rate.shape[0]).all(0), 0, p), 'k--', lw=1,
-               label='p, 0 at specials')
-    ax[2].set(title='pick rate by position', xlabel='position', ylabel='picked share')
-    ax[2].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
 # %% ../nbs/02_bert.ipynb #1553b0c0
+def _walk_words(r: np.ndarray, cut: int, cuts: tuple, threshold: int, bounds: list, pos: list):
+    """The whole-word op order on a block r, a step per picked word and per position of it: (draws used,
+    [(position, action, below()'s output index)]), or None if the block ran short."""
+    n, u, words = len(r), r / 4294967296.0, len(bounds) - 1
+    cand = np.flatnonzero(r < cut).tolist()          # the draws that pick the word they are drawn for
+    act = ((u >= cuts[0]).astype(np.int8) + (u >= cuts[1])).tolist()
+    ok = np.flatnonzero(r >= threshold).tolist()     # the outputs below() accepts
+    s, w, c, out = 0, 0, 0, []                        # s: the draw of word w's pick; c: into cand
+    while w < words:
+        c = bisect.bisect_left(cand, s, c)
+        gap = (cand[c] if c < len(cand) else n) - s   # words not picked before the next pick: a draw each
+        if w + gap >= words: return s + words - w, out
+        if c == len(cand): return None
+        s, w, t = s + gap, w + gap, cand[c] + 1
+        for j in range(bounds[w], bounds[w + 1]):     # word w is picked: each position draws its action
+            if t >= n: return None
+            if act[t] == 1:                           # random: below() ends at the first accepted output
+                k = bisect.bisect_left(ok, t + 1)
+                if k == len(ok): return None
+                out.append((pos[j], 1, ok[k])); t = ok[k] + 1
+            else: out.append((pos[j], act[t], -1)); t += 1
+        s, w = t, w + 1
+    return s, out
+
+# %% ../nbs/02_bert.ipynb #a1b2c303
 def _mask_pcg_words(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p: float, rng: PCG32,
                     shares=ACTIONS, starts: np.ndarray | None = None, n: int | None = None):
     "Whole words on a block of the PCG32 stream: draws in NumPy, then a step per picked word and position."
@@ -367,78 +246,59 @@ def _mask_pcg_words(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: i
     if not len(pos): return inputs, labels
     first = np.flatnonzero(starts.reshape(-1)[pos])
     bounds, pos = np.append(first, len(pos)).tolist(), pos.tolist()  # word w: pos[bounds[w]:bounds[w + 1]]
-    words, threshold, cut = len(bounds) - 1, ((1 << 32) - vocab) % vocab, math.ceil(p * 4294967296.0)
+    threshold, cut = ((1 << 32) - vocab) % vocab, math.ceil(p * 4294967296.0)
     cuts = (shares[0], shares[0] + shares[1])
-    if n is None: n = int(words + 2.5 * p * len(pos) + 8 * math.sqrt(len(pos)) + 64)
+    if n is None: n = int(len(bounds) - 1 + 2.5 * p * len(pos) + 8 * math.sqrt(len(pos)) + 64)
     start = rng.copy()
     while True:
         r = rng.u32s(n)
-        u = r / 4294967296.0
-        cand = np.flatnonzero(r < cut).tolist()          # the draws that pick the word they are drawn for
-        act = ((u >= cuts[0]).astype(np.int8) + (u >= cuts[1])).tolist()
-        ok = np.flatnonzero(r >= threshold).tolist()     # the outputs below() accepts
-        s, w, c, out, short = 0, 0, 0, [], False          # s: the draw of word w's pick; c: into cand
-        while w < words:
-            c = bisect.bisect_left(cand, s, c)
-            gap = (cand[c] if c < len(cand) else n) - s   # words not picked before the next pick: a draw each
-            if w + gap >= words: s, w = s + words - w, words; break
-            if c == len(cand): short = True; break
-            s, w, t = s + gap, w + gap, cand[c] + 1
-            for j in range(bounds[w], bounds[w + 1]):     # word w is picked: each position draws its action
-                if t >= n: short = True; break
-                if act[t] == 1:                           # random: below() ends at the first accepted output
-                    k = bisect.bisect_left(ok, t + 1)
-                    if k == len(ok): short = True; break
-                    out.append((pos[j], 1, ok[k])); t = ok[k] + 1
-                else: out.append((pos[j], act[t], -1)); t += 1
-            if short: break
-            s, w = t, w + 1
-        if not short: break
-        n *= 2                                            # the block ran short: take a longer one
+        if (walk := _walk_words(r, cut, cuts, threshold, bounds, pos)) is not None: break
+        n *= 2                                        # the block ran short: take a longer one
         rng.state = start.state
     rng.state = start.state
-    rng.advance(s)                                        # leave the generator where the op order leaves it
+    rng.advance(walk[0])                              # leave the generator where the op order leaves it
     shown, label, flat = inputs.reshape(-1), labels.reshape(-1), ids.reshape(-1)
-    for at, a, k in out:
+    for at, a, k in walk[1]:
         label[at] = flat[at]
         if a == 0: shown[at] = mask_id
         elif a == 1: shown[at] = int(r[k]) % vocab
     return inputs, labels
-
-
-# %% ../nbs/02_bert.ipynb #73638038
-def word_mask_stats(ids, special_mask, word_ids, mask_id: int, vocab: int, p: float, rng, shares=ACTIONS,
-                    n_batches: int = 200) -> dict:
-    "Whole-word masking `n_batches` times: the share of words picked and the outcome counts of picked tokens."
-    ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
-    starts = _word_starts(word_ids, special)
-    outcome, picked_words = np.zeros(3, np.int64), 0
-    for _ in range(n_batches):
-        inputs, labels = mlm_mask(ids, special, mask_id, vocab, p, rng, shares=shares, word_ids=word_ids)
-        counts, picked = mask_counts(ids, inputs, labels, mask_id)
-        outcome += counts; picked_words += (picked & starts).sum()
-    return dict(p=p, words=int(starts.sum()) * n_batches, picked_words=int(picked_words), outcome=outcome,
-                expected=mask_shares(vocab, shares), shares=shares)
-
-def plot_word_masking(runs: list[dict]):
-    "Per setting: the picked share of words and the shown shares of picked tokens, as z-scores in a ±4 band."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(9, 3.4))
-    for i, s in enumerate(runs):
-        zw = (s['picked_words'] / s['words'] - s['p']) / math.sqrt(s['p'] * (1 - s['p']) / s['words'])
-        z = np.nan_to_num(share_z(s))  # a share that is exactly 0 has no spread: it must be observed as 0
-        ax.bar(i * 5 + np.arange(4), [zw, *z], color=['C7', 'C0', 'C1', 'C2'])
-    ax.axhspan(-4, 4, color='k', alpha=.1); ax.axhline(0, color='k', lw=1)
-    ax.set_xticks([i * 5 + 1.5 for i in range(len(runs))], [f"shares {s['shares']}" for s in runs])
-    ax.set(title='whole-word masking: words picked (grey), shown [MASK] / other / itself', ylabel='z-score',
-           ylim=(-6, 6))
-    return fig
 
 # %% ../nbs/02_bert.ipynb #e30e8bb6
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
                   n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
                   type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
 
+def _check_config(c):
+    "Sizes are ints >= 1 (a NumPy int becomes an int: JSON saves it), heads divide d_model, rates in range."
+    for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'):
+        setattr(c, f, _check_int(f, getattr(c, f), 1))
+    if c.d_model % c.n_heads:
+        raise ValueError(f"d_model must be a multiple of n_heads, got d_model={c.d_model}, "
+                         f"n_heads={c.n_heads}")
+    real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)
+    if not real(c.dropout) or not 0 <= c.dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {c.dropout!r}")
+    if not real(c.ln_eps) or not c.ln_eps > 0:
+        raise ValueError(f"ln_eps must be > 0, got {c.ln_eps!r}")
+    c.dropout, c.ln_eps = float(c.dropout), float(c.ln_eps)
+
+# %% ../nbs/02_bert.ipynb #e30e8bb7
+def _from_hf(d: dict) -> dict:
+    "BertConfig's fields from a transformers BERT config dict; a config of another model is refused."
+    for key, want in ('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'):
+        if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
+    required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
+    missing = [k for k in required if k not in d]
+    if missing: raise ValueError(f"config lacks {missing}")
+    return {ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d}
+
+def _to_hf(c) -> dict:
+    return {'model_type': 'bert', **{hf: getattr(c, ours) for ours, hf in _HF_CONFIG.items()},
+            'attention_probs_dropout_prob': c.dropout, 'hidden_act': 'gelu',
+            'position_embedding_type': 'absolute', 'initializer_range': 0.02}
+
+# %% ../nbs/02_bert.ipynb #e30e8bb8
 @dataclass
 class BertConfig:
     "BERT's sizes. The defaults are BERT-base's."
@@ -452,44 +312,23 @@ class BertConfig:
     dropout: float = 0.1
     ln_eps: float = 1e-12
 
-    def __post_init__(self):
-        for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'):
-            setattr(self, f, _check_int(f, getattr(self, f), 1))  # a NumPy int becomes an int: JSON saves it
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model must be a multiple of n_heads, got d_model={self.d_model}, "
-                             f"n_heads={self.n_heads}")
-        real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)
-        if not real(self.dropout) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if not real(self.ln_eps) or not self.ln_eps > 0:
-            raise ValueError(f"ln_eps must be > 0, got {self.ln_eps!r}")
-        self.dropout, self.ln_eps = float(self.dropout), float(self.ln_eps)
-
+    def __post_init__(self): _check_config(self)
     def to_dict(self) -> dict: return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown: raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
+        if unknown := set(d) - {f.name for f in fields(cls)}:
+            raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
         return cls(**d)
 
     @classmethod
     def from_hf(cls, d: dict) -> BertConfig:
-        "A BertConfig from a transformers BERT config dict (`config.json`; section 3.2)."
-        for key, want in (('model_type', 'bert'), ('hidden_act', 'gelu'),
-                          ('position_embedding_type', 'absolute')):
-            if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
-        required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers',
-                    'intermediate_size']
-        missing = [k for k in required if k not in d]
-        if missing: raise ValueError(f"config lacks {missing}")
-        return cls(**{ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d})
+        "A BertConfig from a transformers BERT config dict (`config.json`; section 4.2)."
+        return cls(**_from_hf(d))
 
     def to_hf(self) -> dict:
         "This config as a transformers BertConfig dict."
-        return {'model_type': 'bert', **{hf: getattr(self, ours) for ours, hf in _HF_CONFIG.items()},
-                'attention_probs_dropout_prob': self.dropout, 'hidden_act': 'gelu',
-                'position_embedding_type': 'absolute', 'initializer_range': 0.02}
+        return _to_hf(self)
 
 # %% ../nbs/02_bert.ipynb #45469755
 def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
@@ -504,52 +343,37 @@ def _gelu(x: torch.Tensor) -> torch.Tensor:
     "Exact (erf) GELU; in place when autograd is off (nothing reads `x` again): a (B, T, d_ff) buffer fewer."
     return F.gelu(x) if torch.is_grad_enabled() else torch.ops.aten.gelu_(x)
 
+# %% ../nbs/02_bert.ipynb #49e291ff
 class BertAttention(nn.Module):
     "Multi-head self-attention; q, k, v, o are d_model -> d_model."
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.n_heads, self.dropout = cfg.n_heads, cfg.dropout
         self.q, self.k, self.v, self.o = (nn.Linear(cfg.d_model, cfg.d_model) for _ in range(4))
-
-    def qkv(self, h: torch.Tensor) -> torch.Tensor:
-        "(..., 3C): q, k, v from one (3C x C) matmul (separate Linears: the checkpoint's names)."
+    def heads(self, x: torch.Tensor, B: int, T: int, at: torch.Tensor | None = None) -> torch.Tensor:
+        "(N, C) -> q, k, v (3, B, nh, T, hs), one matmul; with `at`: the N tokens at those of the B*T places."
         w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
-        return F.linear(h, w, torch.cat([self.q.bias, self.k.bias, self.v.bias]))
-
-    def heads(self, qkv: torch.Tensor, B: int, T: int) -> torch.Tensor:
-        "(B*T, 3C) or (B, T, 3C) -> (3, B, nh, T, hs)"
+        qkv = F.linear(x, w, torch.cat([self.q.bias, self.k.bias, self.v.bias]))
+        if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy_(0, at, qkv)  # no 2nd grid
         return qkv.view(B, T, 3, self.n_heads, -1).permute(2, 0, 3, 1, 4)
-
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "(B, T, C) -> (B, T, C); bias: additive, (B, 1, 1|T, T)."
         B, T, C = h.shape
         return self.tokens(h.reshape(B * T, C), bias, B, T).view(B, T, C)
-
     def tokens(self, x: torch.Tensor, bias: torch.Tensor | None, B: int, T: int,
                at: torch.Tensor | None = None) -> torch.Tensor:
-        """(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them, or only those at the flat
-        positions `at` (the real ones, section 2.5): q, k, v are laid out (B, T) for SDPA, zeros elsewhere."""
-        qkv = self.qkv(x)
-        if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy_(0, at, qkv)  # no 2nd grid
-        q, k, v = self.heads(qkv, B, T)  # each (B, nh, T, hs)
+        "(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them or only the real ones at `at`."
+        q, k, v = self.heads(x, B, T, at)  # each (B, nh, T, hs)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout * self.training)
         y = y.transpose(1, 2).reshape(B * T, -1)
         return self.o(y if at is None else y[at])
-
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out to look inside."
-        q, k, _ = self.heads(self.qkv(h), *h.shape[:2])
+        q, k, _ = self.heads(h, *h.shape[:2])
         s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         return (s if bias is None else s + bias).softmax(-1)
 
-    def with_probs(self, h: torch.Tensor, bias: torch.Tensor | None = None
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-        "(B, T, C) -> (output (B, T, C), the weights it used (B, nh, T, T)), by the explicit softmax."
-        B, T, C = h.shape
-        w = self.probs(h, bias)
-        y = F.dropout(w, self.dropout, self.training) @ self.heads(self.qkv(h), B, T)[2]
-        return self.o(y.transpose(1, 2).reshape(B, T, C)), w
-
+# %% ../nbs/02_bert.ipynb #d1f2dfc1
 class BertLayer(nn.Module):
     "One post-LN encoder layer: attention, then a GELU feed-forward, each added to its input and normalised."
     def __init__(self, cfg: BertConfig):
@@ -560,41 +384,24 @@ class BertLayer(nn.Module):
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
         self.ff_ln = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
         self.drop = nn.Dropout(cfg.dropout)
-
     def forward(self, h: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         "h: (B, T, d_model); attn_mask: (B, T) padding mask (1 real, 0 pad) or (B, T, T) query-key mask."
         B, T, C = h.shape
         return self.tokens(h.reshape(B * T, C), _attn_bias(attn_mask, h.dtype), B, T).view(B, T, C)
-
     def tokens(self, x: torch.Tensor, bias: torch.Tensor | None, B: int, T: int,
                at: torch.Tensor | None = None) -> torch.Tensor:
         "(N, d_model) -> (N, d_model): the layer on a (B, T) batch's tokens (`at`: see BertAttention)."
         return self._ff(self.attn_ln(x + self.drop(self.attn.tokens(x, bias, B, T, at))))
-
     def with_probs(self, h: torch.Tensor, bias: torch.Tensor | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        "(B, T, d_model) -> (the output, its attention weights (B, nh, T, T)), by the explicit softmax."
-        y, w = self.attn.with_probs(h, bias)
+        "(B, T, d_model) -> (the output, the attention weights it used (B, nh, T, T)), by `attn.probs`."
+        (B, T, C), a = h.shape, self.attn
+        w = a.probs(h, bias)
+        y = (F.dropout(w, a.dropout, self.training) @ a.heads(h, B, T)[2]).transpose(1, 2).reshape(B, T, C)
+        y = a.o(y)
         return self._ff(self.attn_ln(h + self.drop(y))), w
-
     def _ff(self, x: torch.Tensor) -> torch.Tensor:
         return self.ff_ln(x + self.drop(self.ff_out(_gelu(self.ff_in(x)))))
-
-# %% ../nbs/02_bert.ipynb #c7cbe7f9
-def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None):
-    "One heatmap per (T, T) attention map: rows are queries, columns keys."
-    import matplotlib.pyplot as plt
-    maps = maps.detach().float().cpu().numpy()
-    fig, axs = plt.subplots(1, len(maps), figsize=(3.2 * len(maps) + 1, 3.4), squeeze=False)
-    for i, (ax, m, title) in enumerate(zip(axs[0], maps, titles)):
-        im = ax.imshow(m, cmap='Blues', vmin=0, vmax=1)
-        ax.set(title=title, xlabel='key', ylabel='query' if i == 0 else '')
-        if tokens is not None:
-            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
-    fig.subplots_adjust(wspace=0.4)
-    fig.colorbar(im, ax=axs[0], label='attention weight')
-    return fig
 
 # %% ../nbs/02_bert.ipynb #d60c4a9e
 def _check_like(name, x, ref, integer=True):
@@ -612,6 +419,12 @@ def _check_range(name, x, lo, hi):
         bad = x[(x < lo) | (x >= hi)][0].item()
         raise ValueError(f"{name} must be in [{lo}, {hi}), got {bad}")
 
+def _need_config(config) -> BertConfig:
+    if not isinstance(config, BertConfig):
+        raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
+    return config
+
+# %% ../nbs/02_bert.ipynb #81fc827d
 class BertPooler(nn.Module):
     "BERT's pooler: dense and tanh on the first ([CLS]) position: (B, T, d_model) -> (B, d_model)."
     def __init__(self, cfg: BertConfig):
@@ -627,83 +440,97 @@ class EncoderOutput(NamedTuple):
     hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 of (B, T, d_model), embeddings first
     attentions: tuple[torch.Tensor, ...] | None     # n_layers of (B, n_heads, T, T)
 
+class MLMOutput(NamedTuple):
+    "BertForMLM's output when asked for hidden states or attentions: `(logits, loss)` with those appended."
+    logits: torch.Tensor                            # (B, T, vocab)
+    loss: torch.Tensor | None
+    hidden_states: tuple[torch.Tensor, ...] | None  # as EncoderOutput's
+    attentions: tuple[torch.Tensor, ...] | None
+
 def _pad(x: torch.Tensor, at: torch.Tensor | None, B: int, T: int) -> torch.Tensor:
     "(N, C) tokens back to (B, T, C); the positions not in `at` (padding) hold zeros."
     if at is None: return x.view(B, T, -1)
     return x.new_zeros(B * T, x.shape[1]).index_copy_(0, at, x).view(B, T, -1)
 
+# %% ../nbs/02_bert.ipynb #b1c2d301
+def _embed(enc: BertEncoder, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
+           inputs_embeds: torch.Tensor | None) -> torch.Tensor:
+    "BertEncoder.embed, its arguments checked: LN(word (or `inputs_embeds`) + position + token type)."
+    c = enc.config
+    if (ids is None) == (inputs_embeds is None): raise ValueError("give ids or inputs_embeds, not both")
+    if inputs_embeds is not None:
+        x = inputs_embeds
+        if (not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != c.d_model
+                or not x.dtype.is_floating_point):
+            raise ValueError(f"inputs_embeds must be a float (B, T, {c.d_model}) tensor, got "
+                             f"{type(x).__name__} {getattr(x, 'dtype', '')} "
+                             f"of shape {tuple(getattr(x, 'shape', ()))}")
+        ref = x[..., 0]
+    else:
+        if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
+                or ids.dtype.is_complex or ids.dtype == torch.bool):
+            raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
+                             f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
+        _check_range('ids', ids, 0, c.vocab)
+        if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
+        x, ref = enc.word_emb(ids), ids
+    if ref.shape[1] > c.max_len:
+        raise ValueError(f"ids has T={ref.shape[1]} positions, more than max_len={c.max_len}")
+    h = x + enc.pos_emb.weight[:ref.shape[1]]
+    if token_type_ids is None: return enc.emb_ln(h + enc.type_emb.weight[0])  # all segment A
+    _check_like('token_type_ids', token_type_ids, ref)
+    _check_range('token_type_ids', token_type_ids, 0, c.type_vocab)
+    return enc.emb_ln(h + enc.type_emb(token_type_ids.long()))
+
+# %% ../nbs/02_bert.ipynb #b1c2d302
+def _run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor | None,
+                output_hidden_states: bool, output_attentions: bool) -> tuple[torch.Tensor, list, list]:
+    """The layers on (B, T, C) `h`: (the last hidden state, the hidden states, the attention maps). With
+    padding and no attention maps asked for, they run on the real tokens only (appendix 14_speed)."""
+    B, T, C = h.shape
+    bias, hs, ws = _attn_bias(attn_mask, h.dtype), [h], []
+    if output_attentions:  # the explicit softmax, in the (B, T) layout
+        for layer in layers:
+            h, w = layer.with_probs(h, bias)
+            hs.append(h); ws.append(w)
+        return h, hs, ws
+    at = None
+    if attn_mask is not None and not torch.compiler.is_compiling():
+        at = attn_mask.flatten().nonzero().squeeze(1)  # one host sync: which tokens are real
+        if len(at) == attn_mask.numel(): at, bias = None, None  # nothing is padded: no mask at all
+    x = h.reshape(B * T, C) if at is None else h.reshape(B * T, C)[at]
+    for layer in layers:
+        x = layer.tokens(x, bias, B, T, at)
+        if output_hidden_states: hs.append(_pad(x, at, B, T))
+    return (hs[-1] if output_hidden_states else _pad(x, at, B, T)), hs, ws
+
+# %% ../nbs/02_bert.ipynb #8442949a
 class BertEncoder(nn.Module):
     "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers; a pooler if asked for."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None, pooler: bool = False):
         super().__init__()
-        if not isinstance(config, BertConfig):
-            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-        self.config = c = config
+        self.config = c = _need_config(config)
         self.word_emb = nn.Embedding(c.vocab, c.d_model)
         self.pos_emb = nn.Embedding(c.max_len, c.d_model)
         self.type_emb = nn.Embedding(c.type_vocab, c.d_model)
-        self.emb_ln = nn.LayerNorm(c.d_model, eps=c.ln_eps)
-        self.drop = nn.Dropout(c.dropout)
+        self.emb_ln, self.drop = nn.LayerNorm(c.d_model, eps=c.ln_eps), nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(BertLayer(c) for _ in range(c.n_layers))
         self.pooler = BertPooler(c) if pooler else None
         init_weights(self, rng)
-
     def embed(self, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None = None,
               inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         "h0 = LN(word (or `inputs_embeds`) + position + token type), before dropout. (B, T, d_model)"
-        c = self.config
-        if (ids is None) == (inputs_embeds is None): raise ValueError("give ids or inputs_embeds, not both")
-        if inputs_embeds is not None:
-            x = inputs_embeds
-            if (not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != c.d_model
-                    or not x.dtype.is_floating_point):
-                raise ValueError(f"inputs_embeds must be a float (B, T, {c.d_model}) tensor, got "
-                                 f"{type(x).__name__} {getattr(x, 'dtype', '')} "
-                                 f"of shape {tuple(getattr(x, 'shape', ()))}")
-            ref = x[..., 0]
-        else:
-            if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
-                    or ids.dtype.is_complex or ids.dtype == torch.bool):
-                raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
-                                 f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
-            _check_range('ids', ids, 0, c.vocab)
-            if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
-            x, ref = self.word_emb(ids), ids
-        if ref.shape[1] > c.max_len:
-            raise ValueError(f"ids has T={ref.shape[1]} positions, more than max_len={c.max_len}")
-        h = x + self.pos_emb.weight[:ref.shape[1]]
-        if token_type_ids is None: h = h + self.type_emb.weight[0]  # all segment A
-        else:
-            _check_like('token_type_ids', token_type_ids, ref)
-            _check_range('token_type_ids', token_type_ids, 0, c.type_vocab)
-            h = h + self.type_emb(token_type_ids.long())
-        return self.emb_ln(h)
-
+        return _embed(self, ids, token_type_ids, inputs_embeds)
     def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
                 attn_mask: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None,
                 output_hidden_states: bool = False, output_attentions: bool = False
                 ) -> torch.Tensor | EncoderOutput:
         """ids: (B, T) -> (B, T, d_model). attn_mask: 1 for a real token, 0 for padding (None: all real).
         With `output_hidden_states` or `output_attentions`: an EncoderOutput. Padded positions of the output
-        hold zeros unless `output_attentions` (section 2.5)."""
+        hold zeros unless `output_attentions` (appendix 14_speed)."""
         h = self.drop(self.embed(ids, token_type_ids, inputs_embeds))
-        B, T, C = h.shape
         if attn_mask is not None: _check_like('attn_mask', attn_mask, h[..., 0])
-        bias, hs, ws = _attn_bias(attn_mask, h.dtype), [h], []
-        if output_attentions:  # the explicit softmax, in the (B, T) layout
-            for layer in self.layers:
-                h, w = layer.with_probs(h, bias)
-                hs.append(h); ws.append(w)
-        else:
-            at = None
-            if attn_mask is not None and not torch.compiler.is_compiling():
-                at = attn_mask.flatten().nonzero().squeeze(1)  # one host sync: which tokens are real
-                if len(at) == attn_mask.numel(): at, bias = None, None  # nothing is padded: no mask at all
-            x = h.reshape(B * T, C) if at is None else h.reshape(B * T, C)[at]
-            for layer in self.layers:
-                x = layer.tokens(x, bias, B, T, at)
-                if output_hidden_states: hs.append(_pad(x, at, B, T))
-            h = hs[-1] if output_hidden_states else _pad(x, at, B, T)
+        h, hs, ws = _run_layers(self.layers, h, attn_mask, output_hidden_states, output_attentions)
         if not (output_hidden_states or output_attentions): return h
         return EncoderOutput(h, None if self.pooler is None else self.pooler(h),
                              tuple(hs) if output_hidden_states else None,
@@ -719,27 +546,6 @@ def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
             elif p.dim() == 1: p.zero_()
             elif rng is None: p.normal_(0.0, std)
             else: p.copy_(torch.from_numpy(normal_init(rng, tuple(p.shape), std)))
-
-# %% ../nbs/02_bert.ipynb #0262ba6c
-def plot_init(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
-              std: float = 0.02):
-    "The initial matrices' histogram against N(0, std); the untrained first layer's attention on `ids` (T,)."
-    import matplotlib.pyplot as plt
-    w = torch.cat([p.detach().flatten() for p in encoder.parameters() if p.dim() == 2]).double().cpu().numpy()
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.6))
-    a0.hist(w, bins=100, density=True, alpha=.6, label=f'{len(w):,} initial weights')
-    x = np.linspace(-4 * std, 4 * std, 200)
-    a0.plot(x, np.exp(-x**2 / (2 * std**2)) / (std * math.sqrt(2 * math.pi)), 'k', lw=1, label=f'N(0, {std})')
-    a0.set(title=f'matrices at init: std {w.std():.5f}', xlabel='weight', ylabel='density')
-    a0.legend(fontsize=8)
-    mask = None if attn_mask is None else attn_mask[None]
-    h = encoder.embed(ids[None])
-    w = encoder.layers[0].attn.probs(h, _attn_bias(mask, h.dtype))[0, 0]
-    im = a1.imshow(w.detach().cpu().numpy(), cmap='Blues', vmin=0, vmax=2 * w.max().item())
-    a1.set(title='untrained attention weights (layer 0, head 0)', xlabel='key', ylabel='query')
-    fig.colorbar(im, ax=a1, label='weight')
-    fig.tight_layout()
-    return fig
 
 # %% ../nbs/02_bert.ipynb #19736d17
 class MLMHead(nn.Module):
@@ -769,147 +575,56 @@ def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
     # a new matmul shape every step makes oneDNN cache a new kernel every step, and memory grows without end
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
 
-class MLMOutput(NamedTuple):
-    "BertForMLM's output when asked for hidden states or attentions: `(logits, loss)` with those appended."
-    logits: torch.Tensor                            # (B, T, vocab)
-    loss: torch.Tensor | None
-    hidden_states: tuple[torch.Tensor, ...] | None  # as EncoderOutput's
-    attentions: tuple[torch.Tensor, ...] | None
-
-class BertForMLM(nn.Module):
-    "A BertEncoder with the MLM head; the decoder is the encoder's word table."
-    def __init__(self, config: BertConfig, rng: PCG32 | None = None):
-        super().__init__()
-        if not isinstance(config, BertConfig):
-            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-        self.config = config
-        self.encoder = BertEncoder(config, rng)
-        self.head = MLMHead(config)
-        init_weights(self.head, rng)
-
-    def _check_labels(self, labels, ref) -> torch.Tensor:
-        _check_like('labels', labels, ref)
-        if labels.dtype == torch.bool: raise ValueError("labels must be token ids or -100, got a bool tensor")
-        if labels.device.type == 'cpu' and not torch.compiler.is_compiling():  # no device sync
-            bad = (labels != -100) & ((labels < 0) | (labels >= self.config.vocab))
-            if bad.any():
-                raise ValueError(f"labels must be -100 or in [0, {self.config.vocab}), "
-                                 f"got {labels[bad][0].item()}")
-        return labels.long()  # cross_entropy takes int64 targets
-
-    def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None, *,
-                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None] | MLMOutput:
-        """(logits (B, T, vocab), mean cross-entropy at labelled positions or None); with
-        `output_hidden_states` or `output_attentions`, an MLMOutput that has them appended."""
-        out = self.encoder(ids, token_type_ids, attn_mask, inputs_embeds=inputs_embeds,
-                           output_hidden_states=output_hidden_states, output_attentions=output_attentions)
-        h = out if isinstance(out, torch.Tensor) else out.last_hidden_state
-        if labels is not None: labels = self._check_labels(labels, h[..., 0])
-        x = self.head.transform(h)
-        logits, loss = self.head.decode(x, self.encoder.word_emb.weight), None
-        if labels is not None:
-            rows, n = _labelled_rows(labels)  # the loss decodes these rows again instead of reading `logits`
-            labelled = self.head.decode(x.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n]
-            loss = _mlm_loss(labelled, labels.flatten()[rows[:n]])
-        if isinstance(out, torch.Tensor): return logits, loss
-        return MLMOutput(logits, loss, out.hidden_states, out.attentions)
-
-    def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                        attn_mask: torch.Tensor | None, labels: torch.Tensor
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
-        "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
-        h = self.encoder(ids, token_type_ids, attn_mask)
-        labels = self._check_labels(labels, h[..., 0])
-        rows, n = _labelled_rows(labels)
-        return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
-
-    def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
-             labels: torch.Tensor) -> torch.Tensor:
-        "The same loss as `forward`'s, with the head applied only at the labelled positions."
-        return _mlm_loss(*self.labelled_logits(ids, token_type_ids, attn_mask, labels))
-
 def _mlm_loss(logits, labels):
     "Mean cross-entropy over labels != -100; 0 (with a graph) when there are none."
     n = (labels != -100).sum()
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 logits: a float32 loss
     return F.cross_entropy(logits, labels, ignore_index=-100, reduction='sum') / n.clamp(min=1)
 
-# %% ../nbs/02_bert.ipynb #15adf734
-@torch.no_grad()
-def position_loss(model: BertForMLM, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                  attn_mask: torch.Tensor | None, labels: torch.Tensor) -> torch.Tensor:
-    "(B, T) cross-entropy at each labelled position, NaN where labels == -100."
-    logits, _ = model(ids, token_type_ids, attn_mask)
-    ce = F.cross_entropy(logits.transpose(1, 2).float(), labels.clamp(min=0), reduction='none')
-    return ce.masked_fill(labels == -100, float('nan'))
+def _check_labels(labels, ref: torch.Tensor, vocab: int) -> torch.Tensor:
+    _check_like('labels', labels, ref)
+    if labels.dtype == torch.bool: raise ValueError("labels must be token ids or -100, got a bool tensor")
+    if labels.device.type == 'cpu' and not torch.compiler.is_compiling():  # no device sync
+        bad = (labels != -100) & ((labels < 0) | (labels >= vocab))
+        if bad.any(): raise ValueError(f"labels must be -100 or in [0, {vocab}), got {labels[bad][0].item()}")
+    return labels.long()  # cross_entropy takes int64 targets
 
-def plot_position_loss(loss: torch.Tensor, vocab: int):
-    "Each labelled position's loss by position, against ln V (a uniform guess)."
-    import matplotlib.pyplot as plt
-    loss = loss.cpu().numpy()
-    r, c = np.nonzero(~np.isnan(loss))
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.scatter(c, loss[r, c], s=10, c=r, cmap='tab10', label='labelled positions (colour: row)')
-    ax.axhline(math.log(vocab), color='k', ls='--', label=f'ln V = {math.log(vocab):.3f}')
-    ax.set(title=f'untrained loss at {len(r)} labelled positions: mean {np.nanmean(loss):.3f}',
-           xlabel='position', ylabel='cross-entropy (nats)')
-    ax.legend(fontsize=8)
-    return fig
+def _labelled_loss(head: MLMHead, x: torch.Tensor, word: torch.Tensor, labels, vocab: int) -> torch.Tensor:
+    "The loss at the labelled rows of the head's transform `x`: decoded again, not read out of the logits."
+    rows, n = _labelled_rows(labels := _check_labels(labels, x[..., 0], vocab))
+    return _mlm_loss(head.decode(x.flatten(0, 1)[rows], word)[:n], labels.flatten()[rows[:n]])
 
-# %% ../nbs/02_bert.ipynb #c7435daa
-def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                    causal: bool = False, samples: int | None = None) -> torch.Tensor:
-    "(T, T) norms of d output_i / d input-embedding_j for one sequence `ids` (T,); causal adds a GPT's mask."
-    T = ids.shape[-1]
-    if attn_mask is None: real = torch.ones(T, dtype=torch.bool, device=ids.device)
-    else: real = attn_mask.reshape(T).bool()
-    reads = real[None, :].expand(T, T)
-    if causal: reads = reads & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-    h0 = encoder.embed(ids.reshape(1, T)).detach().requires_grad_()
-    h = h0
-    for layer in encoder.layers: h = layer(h, reads[None])
-    d = h.shape[-1]
-    # exact: the d basis directions, summed; `samples`: random directions v (mean |v.J|^2 estimates |J|_F^2)
-    if samples is None: dirs = torch.eye(d, device=ids.device)
-    else: dirs = torch.randn(samples, d, generator=torch.Generator().manual_seed(0)).to(ids.device)
-    reach = torch.zeros(T, T, device=ids.device)
-    for i in range(T):
-        for v in dirs:
-            g, = torch.autograd.grad(h[0, i] @ v, h0, retain_graph=True)
-            reach[i] += g[0].pow(2).sum(-1)
-    return (reach / (1 if samples is None else samples)).sqrt().detach()
-
-def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                         tokens=None, samples: int | None = None):
-    "Heatmaps of attention_reach: BERT (padding mask), and the same weights under a causal mask (a GPT's)."
-    import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
-    for ax, causal in zip(axs, (False, True)):
-        r = attention_reach(encoder, ids, attn_mask, causal, samples)
-        im = ax.imshow(r.log10().clamp(min=-6).cpu().numpy(), cmap='viridis')
-        ax.set(title=('the same weights under a causal mask' if causal else 'BERT: padding mask only'),
-               xlabel='input embedding j', ylabel='output i')
-        if tokens is not None:
-            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
-    fig.subplots_adjust(wspace=0.35)
-    fig.colorbar(im, ax=axs, label='log10 |d out_i / d emb_j| (floor -6)')
-    return fig
-
-# %% ../nbs/02_bert.ipynb #c0d1e502
-def plot_unpadding(mask: torch.Tensor, times: dict[str, float]):
-    "Real tokens (dark) and padding of a batch; seconds per layer of each path, as bars."
-    import matplotlib.pyplot as plt
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw=dict(width_ratios=[2, 1]))
-    a0.imshow(mask.T.cpu().numpy(), cmap='Greys', aspect='auto', interpolation='nearest')
-    a0.set(title=f'{int(mask.sum()):,} real tokens of {mask.numel():,} ({mask.float().mean():.0%})',
-           xlabel='sequence', ylabel='position')
-    a1.barh(list(times), [1e3 * t for t in times.values()], color=['C7', 'C0'])
-    a1.set(title='one layer, forward', xlabel='milliseconds')
-    fig.tight_layout()
-    return fig
+# %% ../nbs/02_bert.ipynb #3717499b
+class BertForMLM(nn.Module):
+    "A BertEncoder with the MLM head; the decoder is the encoder's word table."
+    def __init__(self, config: BertConfig, rng: PCG32 | None = None):
+        super().__init__()
+        self.config, self.encoder, self.head = _need_config(config), BertEncoder(config, rng), MLMHead(config)
+        init_weights(self.head, rng)
+    def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None, *,
+                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None] | MLMOutput:
+        "(logits (B, T, vocab), the mean loss at labelled positions or None); an MLMOutput if asked for more."
+        out = self.encoder(ids, token_type_ids, attn_mask, inputs_embeds=inputs_embeds,
+                           output_hidden_states=output_hidden_states, output_attentions=output_attentions)
+        h = out if isinstance(out, torch.Tensor) else out.last_hidden_state
+        x, word = self.head.transform(h), self.encoder.word_emb.weight
+        loss = None if labels is None else _labelled_loss(self.head, x, word, labels, self.config.vocab)
+        logits = self.head.decode(x, word)
+        if isinstance(out, torch.Tensor): return logits, loss
+        return MLMOutput(logits, loss, out.hidden_states, out.attentions)
+    def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                        attn_mask: torch.Tensor | None, labels: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
+        h = self.encoder(ids, token_type_ids, attn_mask)
+        rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
+        return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
+    def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
+             labels: torch.Tensor) -> torch.Tensor:
+        "The same loss as `forward`'s, with the head applied only at the labelled positions."
+        return _mlm_loss(*self.labelled_logits(ids, token_type_ids, attn_mask, labels))
 
 # %% ../nbs/02_bert.ipynb #8d153f61
 _EMB = [('embeddings.word_embeddings', 'word_emb'), ('embeddings.position_embeddings', 'pos_emb'),
@@ -934,6 +649,7 @@ def hf_encoder_names(n_layers: int) -> dict[str, str]:
 HF_HEAD_NAMES = _names(_HEAD) | {'cls.predictions.bias': 'head.bias'}
 POOLER_NAMES = ['pooler.dense.weight', 'pooler.dense.bias']  # the same names in both
 
+# %% ../nbs/02_bert.ipynb #fb1633f4
 def _hf_key(key: str) -> str:
     "Without the `bert.` prefix, with legacy gamma/beta read as weight/bias."
     k = key.removeprefix('bert.')
@@ -977,75 +693,73 @@ class LoadReport:
         return (f"used {len(self.used)} weights; {part('dropped', self.dropped)}; "
                 f"{part('initialised', self.initialised)}")
 
+# %% ../nbs/02_bert.ipynb #b1c2d304
+def _head_names(sd: dict, strict: bool) -> tuple[dict[str, str], list[str]]:
+    "The MLM head's {checkpoint key: parameter}, and the head's parameters the checkpoint lacks."
+    has_bias = 'cls.predictions.bias' in sd or 'cls.predictions.decoder.bias' in sd
+    missing = [k for k in HF_HEAD_NAMES if k not in sd and not (k == 'cls.predictions.bias' and has_bias)]
+    if missing and strict:
+        raise ValueError(f"checkpoint has no MLM head: it lacks {missing}; strict=False keeps the "
+                         "head's initial weights")
+    names = {k: v for k, v in HF_HEAD_NAMES.items() if k in sd}
+    if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd:
+        names['cls.predictions.decoder.bias'] = 'head.bias'
+    return names, [HF_HEAD_NAMES[k] for k in missing]
+
+def _check_tied(sd: dict):
+    "A tied checkpoint stores the decoder as the word table (and one bias); an untied one is another model."
+    decoder = sd.get('cls.predictions.decoder.weight')
+    if decoder is not None and not torch.equal(decoder, sd['embeddings.word_embeddings.weight']):
+        raise ValueError("cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight: "
+                         "an untied decoder cannot load into BertForMLM")
+    biases = [sd[k] for k in ('cls.predictions.bias', 'cls.predictions.decoder.bias') if k in sd]
+    if len(biases) == 2 and not torch.equal(*biases):
+        raise ValueError("cls.predictions.decoder.bias differs from cls.predictions.bias")
+
+# %% ../nbs/02_bert.ipynb #b1c2d303
+def _hf_names(model: BertEncoder | BertForMLM, sd: dict, strict: bool) -> tuple[dict[str, str], list[str]]:
+    """{checkpoint key: parameter} for what `model` takes from `sd` (keys read by _hf_key), and the parameters
+    that keep their initial weights (strict=False); a missing key, MLM head or pooler is refused."""
+    mlm, enc = isinstance(model, BertForMLM), model.encoder if isinstance(model, BertForMLM) else model
+    names = {hf: 'encoder.' * mlm + ours for hf, ours in hf_encoder_names(enc.config.n_layers).items()}
+    if missing := [k for k in names if k not in sd]:
+        raise ValueError(f"checkpoint lacks the key(s) {missing[:6]}{' ...' if len(missing) > 6 else ''}")
+    if mlm:
+        head, initial = _head_names(sd, strict)
+        return names | head, initial
+    if enc.pooler is None: return names, []
+    missing = [k for k in POOLER_NAMES if k not in sd]
+    if missing and strict:
+        raise ValueError(f"checkpoint has no pooler: it lacks {missing}; strict=False keeps the "
+                         "pooler's initial weights")
+    return names | {k: k for k in POOLER_NAMES if k in sd}, missing
+
+# %% ../nbs/02_bert.ipynb #f4a112ea
 def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
     """Copy a transformers BERT state dict into a BertEncoder or BertForMLM; `model.load_report` tells what.
     An encoder with a pooler takes the checkpoint's; `strict=False` keeps initial weights for a missing MLM
     head or pooler (and reports them as initialised)."""
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
-    mlm = isinstance(model, BertForMLM)
-    enc = model.encoder if mlm else model
-    sd = {_hf_key(k): v for k, v in sd.items()}
-    pre = 'encoder.' if mlm else ''
-    names = {hf: pre + ours for hf, ours in hf_encoder_names(enc.config.n_layers).items()}
-    missing = [k for k in names if k not in sd]
-    if missing:
-        raise ValueError(f"checkpoint lacks the key(s) {missing[:6]}{' ...' if len(missing) > 6 else ''}")
-    if mlm:
-        has_bias = 'cls.predictions.bias' in sd or 'cls.predictions.decoder.bias' in sd
-        missing_head = [k for k in HF_HEAD_NAMES
-                        if k not in sd and not (k == 'cls.predictions.bias' and has_bias)]
-        if missing_head and strict:
-            raise ValueError(f"checkpoint has no MLM head: it lacks {missing_head}; strict=False keeps the "
-                             "head's initial weights")
-        names |= {k: v for k, v in HF_HEAD_NAMES.items() if k in sd}
-        if 'cls.predictions.bias' not in sd and 'cls.predictions.decoder.bias' in sd:
-            names['cls.predictions.decoder.bias'] = 'head.bias'
-    missing_pool = []
-    if not mlm and enc.pooler is not None:
-        missing_pool = [k for k in POOLER_NAMES if k not in sd]
-        if missing_pool and strict:
-            raise ValueError(f"checkpoint has no pooler: it lacks {missing_pool}; strict=False keeps the "
-                             "pooler's initial weights")
-        names |= {k: k for k in POOLER_NAMES if k in sd}
+    mlm, sd = isinstance(model, BertForMLM), {_hf_key(k): v for k, v in sd.items()}
+    names, initialised = _hf_names(model, sd, strict)
     unknown = [k for k in sd if k not in names and not _dropped(k)]
     if unknown and strict: raise ValueError(f"checkpoint has key(s) that are not BERT's: {unknown[:6]}")
     params = dict(model.named_parameters())
     bad = [f"{hf} {tuple(sd[hf].shape)} vs {ours} {tuple(params[ours].shape)}" for hf, ours in names.items()
            if sd[hf].shape != params[ours].shape]
     if bad: raise ValueError(f"shape mismatch: {'; '.join(bad[:4])}")
-    # a tied checkpoint stores the decoder as the word table; an untied one is a different model
-    word = sd['embeddings.word_embeddings.weight']
-    decoder = sd.get('cls.predictions.decoder.weight')
-    if mlm and decoder is not None and not torch.equal(decoder, word):
-        raise ValueError("cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight: "
-                         "an untied decoder cannot load into BertForMLM")
-    biases = [sd[k] for k in ('cls.predictions.bias', 'cls.predictions.decoder.bias') if k in sd]
-    if mlm and len(biases) == 2 and not torch.equal(*biases):
-        raise ValueError("cls.predictions.decoder.bias differs from cls.predictions.bias")
+    if mlm: _check_tied(sd)
     with torch.no_grad():
         for hf, ours in names.items(): params[ours].copy_(sd[hf])
     # the tied decoder and its bias are copies of weights used above (checked equal): not dropped
-    skip = {'embeddings.position_ids'}
-    if mlm: skip |= {'cls.predictions.decoder.weight', 'cls.predictions.decoder.bias'}
+    skip = {'embeddings.position_ids'} | ({'cls.predictions.decoder.weight', 'cls.predictions.decoder.bias'}
+                                          if mlm else set())
     dropped = [k for k in sd if k not in names and k not in skip]
-    initialised = [HF_HEAD_NAMES[k] for k in missing_head] if mlm else missing_pool
     r = model.load_report = LoadReport(list(names), dropped, initialised)
     if r.dropped or r.initialised:
         warnings.warn(f"loading BERT weights into a {type(model).__name__}: {r}", stacklevel=2)
     return model
-
-# %% ../nbs/02_bert.ipynb #fdf2ff41
-def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
-    "Bars of max |ours - reference| per layer, one group per named quantity, on a log axis against `tol`."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 3))
-    w = 0.8 / len(diffs)
-    for i, (name, d) in enumerate(diffs.items()): ax.bar(np.arange(len(d)) + i * w, d, w, label=name)
-    ax.axhline(tol, color='k', ls='--', label=f'tolerance {tol:g}')
-    ax.set(yscale='log', title='ours against transformers, layer by layer', xlabel='layer (0: embeddings)',
-           ylabel='max |difference|'); ax.legend(fontsize=8)
-    return fig
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
 def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
@@ -1057,6 +771,7 @@ def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
     bad += [f"{k} {shapes.get(k)}, the config {v}" for k, v in want.items() if tuple(shapes.get(k, ())) != v]
     if bad: raise ValueError(f"{where} does not match its config: the weights have {'; '.join(bad[:3])}")
 
+# %% ../nbs/02_bert.ipynb #b5d8ae21
 def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     "A directory bert-nb wrote before it wrote the transformers layout: our names, our config block."
     cls = cls or {'BertForMLM': BertForMLM, 'BertEncoder': BertEncoder}.get(meta.get('class'))
@@ -1081,6 +796,7 @@ def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     model.load_report = LoadReport(used=list(sd), dropped=[], initialised=[])
     return model.eval()
 
+# %% ../nbs/02_bert.ipynb #989ff75a
 def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:
     """A BertForMLM or BertEncoder, in eval mode, from a model directory: one `save_bert` wrote, any
     transformers BERT directory (safetensors, or a weights-only `pytorch_model.bin`), or an older bert-nb
@@ -1124,6 +840,7 @@ def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
     (dir / 'tokenizer_config.json').write_text(json.dumps(config, indent=2) + '\n')
     (dir / 'special_tokens_map.json').write_text(json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
 
+# %% ../nbs/02_bert.ipynb #071c4b0f
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
     """Write `dir` as transformers lays out BertForMaskedLM (a BertForMLM) or BertModel (a BertEncoder):
     `config.json`, `model.safetensors` in transformers' names, the tokenizer's files if `tok`; atomically."""

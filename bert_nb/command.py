@@ -17,13 +17,12 @@ import torch.nn as nn
 from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
-from .bert import (BertConfig, BertForMLM, special_ids, save_bert, mask_counts, mask_shares,
-                          plot_mask_rates, plot_attention_reach)
+from .bert import BertConfig, BertForMLM, special_ids, save_bert
+from .diagnostics import mask_counts, mask_shares, plot_mask_rates, plot_attention_reach
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
                               Batches, MLMLoss, evaluate, sinusoid_positions, find_model, load_model,
                               init_model, fill, heldout_blanks, INIT, ORDER, DEMO, REFIT,
                               _world, _broadcast, _gather, _batch, _step)
-
 
 # %% auto #0
 __all__ = ['LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
@@ -52,7 +51,6 @@ def weights_digest(model: nn.Module) -> str:
     h = hashlib.sha256()
     for p in model.parameters(): h.update(p.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
-
 
 # %% ../nbs/12_command.ipynb #37378fa1
 def _save_state(out: Path, state: dict):
@@ -220,6 +218,7 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
     bar.close()
     r.tokens_start = tokens_start
 
+# %% ../nbs/12_command.ipynb #8b1a97b4
 def frequency_baseline(tok: WordPieceTokenizer, rows: np.ndarray) -> tuple[str, float]:
     "The most frequent non-special token of `rows` and its share: the accuracy of always guessing it."
     ids = rows[~np.isin(rows, special_ids(tok))]
@@ -254,6 +253,7 @@ def _finish(r: _Run):
                       "number of steps with --steps (the default model needs about 1,000 to leave the "
                       "word-frequency plateau), or fewer --evals.", stacklevel=2)
 
+# %% ../nbs/12_command.ipynb #b042a4f1
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
           timeout: float = 300) -> Path:
     "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
@@ -295,6 +295,7 @@ def plot_losses(metrics: dict):
     fig.tight_layout()
     return fig
 
+# %% ../nbs/12_command.ipynb #48625428
 def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceTokenizer, data: dict,
                 mask_stats: dict | None):
     "loss.png, mask_rates.png and attention_reach.png in `out`."
@@ -342,6 +343,7 @@ def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
         return v
     return parse
 
+# %% ../nbs/12_command.ipynb #3aad2a75
 def _parser() -> _Parser:
     p = _Parser(prog='bert-nb', description='Pretrain a small BERT, fill in blanks, evaluate.')
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -410,6 +412,7 @@ def _read_args(path: Path) -> RunArgs:
             raise ValueError(f"{path}: {f.name} must be {f.type}, got {v!r}")
     return RunArgs(**d)
 
+# %% ../nbs/12_command.ipynb #64b22bc2
 def _check_out(out: Path):
     "--out must be a directory this process can create or write; checked before anything is written."
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {out} exists and is not a directory")
@@ -432,6 +435,7 @@ def _check_size(a: RunArgs, vocab: int):
                          "choose a smaller --d-model, --d-ff, --layers, --max-len, --batch-size "
                          "or --vocab-size")
 
+# %% ../nbs/12_command.ipynb #10b2f3e9
 def _train_cmd(ns) -> int:
     if ns.resume:
         extra = sorted(ns.given - _WITH_RESUME)
@@ -488,6 +492,7 @@ def _train_cmd(ns) -> int:
               f"wrote {out}/")
     return 0
 
+# %% ../nbs/12_command.ipynb #658768ff
 def _run_args(path: Path) -> RunArgs | None:
     "The RunArgs of the run that wrote the model at `path` (a run directory or its model/), if any."
     for d in (path, path.parent):
@@ -541,7 +546,6 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError, FileNotFoundError) as e:
         print(f"bert-nb: error: {e}", file=sys.stderr)
         return 2
-
 
 # %% ../nbs/12_command.ipynb #19e75c99
 #| eval: false

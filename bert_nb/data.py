@@ -12,7 +12,6 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids, _check_p, _check_int, _check_shares
 
-
 # %% auto #0
 __all__ = ['batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer']
 
@@ -21,6 +20,7 @@ def batch_stream(keys: list[str]) -> int:
     "A batch's PCG32 stream: the first 8 bytes (little-endian) of SHA-256 of its keys joined by '|'."
     return int.from_bytes(hashlib.sha256('|'.join(keys).encode()).digest()[:8], 'little')
 
+# %% ../nbs/10_data.ipynb #347a510f
 class MLMCollator:
     """Training batches from texts, `(text_a, text_b)` pairs or tokenised features (`input_ids`, optionally
     `token_type_ids` and `word_ids`): padded, masked in the op order, torch tensors under transformers' keys.
@@ -73,7 +73,6 @@ class MLMCollator:
         out = dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
         return {k: torch.from_numpy(v) for k, v in out.items()}
 
-
 # %% ../nbs/10_data.ipynb #3f259a74
 class _Keyed(torch.utils.data.Dataset):
     "Examples under their keys: item (epoch, i) is example i with the key 'epoch.i'."
@@ -111,4 +110,3 @@ class ForTrainer(nn.Module):
                 attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> dict:
         if labels is None: return {'logits': self.model(input_ids, token_type_ids, attention_mask)[0]}
         return {'loss': self.model.loss(input_ids, token_type_ids, attention_mask, labels)}
-

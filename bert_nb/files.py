@@ -36,7 +36,6 @@ def _read_bin(path: Path) -> dict:
         raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")
     return sd
 
-
 # %% ../nbs/11_files.ipynb #f11e0018
 def _alive(pid: int) -> bool:
     try: os.kill(pid, 0)
@@ -55,6 +54,7 @@ def _recover(dir: Path):
     for p, _ in left:
         if p.exists(): shutil.rmtree(p, ignore_errors=True)
 
+# %% ../nbs/11_files.ipynb #0a7f4a55
 MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.txt', 'tokenizer.json',
                'tokenizer_config.json', 'special_tokens_map.json'}  # what a save replaces
 
@@ -65,6 +65,7 @@ def _exchange(a: Path, b: Path) -> bool:
     AT_FDCWD, RENAME_EXCHANGE = -100, 2
     return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
+# %% ../nbs/11_files.ipynb #3d341564
 def _write_dir(dir: Path, write) -> Path:
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
     `dir` that are not the model's (MODEL_FILES) are kept. A symlinked `dir` saves into its target."""

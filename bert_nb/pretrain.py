@@ -15,7 +15,6 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, mlm_mask, special_ids, load_bert
 
-
 # %% auto #0
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'split_lines',
            'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'RunArgs', 'sinusoid_positions',
@@ -218,7 +217,6 @@ def _step(model, opt, sched, batch_args):
     opt.step(); sched.step()
     return loss.item()
 
-
 # %% ../nbs/03_pretrain.ipynb #15bb7556
 def find_model(path: str | os.PathLike) -> Path:
     "The model directory: `path` itself (bert-nb's or transformers'), or a run directory's `model/`."
@@ -240,6 +238,7 @@ def init_model(path: str | os.PathLike) -> BertForMLM:
         warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
         return load_bert(find_model(path), BertForMLM, strict=False).train()
 
+# %% ../nbs/03_pretrain.ipynb #0a6b5352
 @torch.no_grad()
 def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
          top_k: int = 5) -> list[list[tuple[str, float]]]:
@@ -276,7 +275,6 @@ def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int) -> list[tuple[st
         out.append((' '.join(words[:j] + ['[MASK]'] + words[j + 1:]), words[j].lower()))
         if len(out) == n: break
     return out
-
 
 # %% ../nbs/03_pretrain.ipynb #a0c1d204
 def plot_fills(model: BertForMLM, tok: WordPieceTokenizer, blanks: list[tuple[str, str]], top_k: int = 5):

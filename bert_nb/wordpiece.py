@@ -170,6 +170,7 @@ def _merge(w: list[str], a: str, b: str, new: str) -> list[str]:
         else: out.append(w[j]); j += 1
     return out
 
+# %% ../nbs/01_wordpiece.ipynb #9af06aac
 def merges(counts: dict[str, int]):
     "Yield (a, b, count): the most frequent adjacent pair, merged; ties go to the first in string order."
     words = [[w[0]] + ['##' + c for c in w[1:]] for w in counts]
@@ -192,6 +193,7 @@ def merges(counts: dict[str, int]):
             if pairs[p] > 0: heapq.heappush(heap, (-pairs[p], *p))
             else: del pairs[p]; where.pop(p, None)
 
+# %% ../nbs/01_wordpiece.ipynb #0b1e2654
 def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
     """A WordPiece vocabulary from word counts: the specials, every character (word-initial `c`,
     continuing `##c`) in code-point order, then merged pieces in merge order, until `vocab_size` tokens or no

@@ -33,12 +33,15 @@ def readme(nb_path: Path, out: Path):
         if c.cell_type == 'code':
             d = directives(c)
             if 'hide' in d or 'default_exp' in d: continue
-            strip_directives(c)
+            if d.get('echo:') == ['false']:  # a figure: the README has no place for its image, so it points to it
+                where = f"[{nb_path.name}]({nb_path.name})"
+                c = nbformat.v4.new_markdown_cell(f"(The figure is in {where} and on the site's home page.)")
+            else: strip_directives(c)
         cells.append(c)
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
-    body = re.sub(r'\]\((\d\d_\w+\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
+    body = re.sub(r'\]\((\d\d_\w+\.ipynb|index\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
     out.write_text(body.rstrip('\n') + '\n')
 
 def execute(nb_path: Path, slow: bool = False):

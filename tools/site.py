@@ -12,23 +12,29 @@ from pathlib import Path
 import nbformat
 from markdown.extensions.toc import slugify
 from nbconvert import MarkdownExporter
+from nbconvert.preprocessors import TagRemovePreprocessor
 from nbrun import root, in_kernel, directives, strip_directives
 
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
-CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '10_data', '11_files', '12_command']
+CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '10_data', '11_files', '12_command',
+            '13_diagnostics', '14_speed']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
-           'data': '10_data', 'files': '11_files', 'command': '12_command'}
+           'data': '10_data', 'files': '11_files', 'command': '12_command',
+           'diagnostics': '13_diagnostics', 'speed': '14_speed'}
 SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
-    "The cells a reader sees: no `#| hide` cells, no directive-only cells (`default_exp`), no directive lines."
+    """The cells a reader sees: no `#| hide` cells, no directive-only cells (`default_exp`), no directive lines, only
+    the output of an `#| echo: false` cell."""
     cells = []
     for c in nb.cells:
         if c.cell_type == 'code':
-            if 'hide' in directives(c): continue
+            d = directives(c)
+            if 'hide' in d: continue
+            if d.get('echo:') == ['false']: c.metadata.setdefault('tags', []).append('remove_input')  # output only
             strip_directives(c)
-            if not c.source.strip(): continue
+            if not c.source.strip() and not c.outputs: continue
         cells.append(c)
     nb.cells = cells
     return nb
@@ -41,6 +47,7 @@ def page(stem: str, nb) -> str:
     "One executed notebook as Markdown (outputs in ```text fences, images as files beside the page)."
     nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
     exporter = MarkdownExporter(extra_template_basedirs=[str(TEMPLATES)], template_name='site')
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={'remove_input'}), enabled=True)
     body, res = exporter.from_notebook_node(nb, resources={'output_files_dir': f'{stem}_files'})
     for name, data in res.get('outputs', {}).items():
         (SRC / name).parent.mkdir(parents=True, exist_ok=True)
