@@ -7,7 +7,8 @@ from __future__ import annotations
 import bisect, json, math, numbers, os, re, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
-from typing import NamedTuple
+from importlib import import_module
+from typing import NamedTuple, TYPE_CHECKING
 import numpy as np
 import torch
 import torch.nn as nn
@@ -870,3 +871,15 @@ def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer 
     return _write_dir(dir, write)
 
 save_hf_bert = save_bert  # the name it had when bert-nb wrote another format
+
+# %% ../nbs/02_bert.ipynb #d1a90003
+if not TYPE_CHECKING:  # a type checker sees this module's own names only: there, an old import is an error
+    def __getattr__(name: str):
+        "`from bert_nb.bert import mask_stats` and the other moved names: for one release, with a warning."
+        for mod in ('diagnostics', 'speed'):
+            m = import_module(f'bert_nb.{mod}')
+            if name in m.__all__:
+                msg = f"bert_nb.bert.{name} is now bert_nb.{mod}.{name}"
+                warnings.warn(msg, DeprecationWarning, stacklevel=2)
+                return getattr(m, name)
+        raise AttributeError(f"module 'bert_nb.bert' has no attribute {name!r}")

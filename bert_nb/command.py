@@ -74,6 +74,28 @@ class MaskTally:
                     picked_share=np.array(self.shares), outcome=self.outcome, expected=mask_shares(vocab),
                     pick_rate=self.picks / max(self.rows, 1))
 
+# %% ../nbs/12_command.ipynb #c1d2e311
+def _model(a: RunArgs, tok: WordPieceTokenizer) -> BertForMLM:
+    "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one."
+    if a.init: return init_model(a.init)
+    cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                     d_ff=a.d_ff, dropout=a.dropout)
+    model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
+    if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
+    return model
+
+def _shard(data: dict, rank: int, world: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    "This process's rows and their lengths: every `world`-th row, from its rank on."
+    shard = slice(rank, None, world)
+    rows, lens = data['rows'][shard], data['lens'][shard]
+    if len(rows) == 0:
+        raise ValueError(f"the corpus packs into {len(data['rows'])} row(s), fewer than the {world} "
+                         "processes")
+    if batch_size > len(rows):
+        raise ValueError(f"--batch-size {batch_size} is more than the {len(rows)} rows the corpus packs into "
+                         "(per process)")
+    return rows, lens
+
 # %% ../nbs/12_command.ipynb #6a475bcc
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
@@ -87,23 +109,9 @@ class _Run:
         if a.init and not resume: tok = WordPieceTokenizer.from_vocab(find_model(a.init))
         self.data = prepare(a, tok, self.rank, self.world)
         self.tok = self.data['tok']
-        shard = slice(self.rank, None, self.world)
-        self.rows, self.lens = self.data['rows'][shard], self.data['lens'][shard]
-        if len(self.rows) == 0:
-            raise ValueError(f"the corpus packs into {len(self.data['rows'])} row(s), fewer than the "
-                             f"{self.world} processes")
-        if a.batch_size > len(self.rows):
-            raise ValueError(f"--batch-size {a.batch_size} is more than the {len(self.rows)} rows the corpus "
-                             "packs into (per process)")
-        if a.init:  # continued pretraining: the checkpoint's weights and config; a missing head starts fresh
-            self.model = init_model(a.init)
-            self.cfg = self.model.config
-        else:
-            self.cfg = BertConfig(len(self.tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads,
-                                  n_layers=a.layers, d_ff=a.d_ff, dropout=a.dropout)
-            self.model = BertForMLM(self.cfg, rng=PCG32(a.seed, INIT))
-            if a.sin_pos: sinusoid_positions(self.model.encoder, a.sin_scale)
-        self.model = self.model.to(self.device).train()
+        self.rows, self.lens = _shard(self.data, self.rank, self.world, a.batch_size)
+        self.model = _model(a, self.tok).to(self.device).train()
+        self.cfg = self.model.config
         self.loss_fn = MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
@@ -116,45 +124,6 @@ class _Run:
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
                                         initialised=r.initialised)
 
-    def start(self):
-        "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
-        a, steps = self.a, [self.a.steps] if self.a.steps is not None else []
-        if a.minutes is not None:
-            left = a.minutes * 60 - (time.time() - self.t0)
-            fit = None if self.rank else _calibrate(self.model, a, self.data, self.tok, self.device, left)
-            steps.append(_broadcast(fit, self.rank, self.world))
-        self.set_total(min(steps))
-        if self.rank == 0 and a.init: print(f"starting from {a.init}: {self.model.load_report}")
-        if self.rank == 0:
-            self.out.mkdir(parents=True, exist_ok=True); self.tok.save(self.out)
-            (self.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
-        self.checkpoint()  # at step 0: an interrupted run can always be resumed
-
-    def restore(self):
-        "An interrupted run: its last checkpoint, this rank's streams included."
-        p = self.out / 'resume.pt'
-        try: ck = torch.load(p, weights_only=True)
-        except Exception as e:
-            why = (str(e).splitlines() or [type(e).__name__])[0]
-            raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None
-        need = {'step', 'total', 'tokens', 'metrics', 'model', 'opt', 'sched', 'ranks'}
-        if not isinstance(ck, dict) or need - set(ck):
-            raise ValueError(f"{p} is not a bert-nb resume checkpoint")
-        if len(ck['ranks']) != self.world:
-            raise ValueError(f"{self.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
-                             f"many (not {self.world}), so that every shard and stream continues")
-        want = self.model.state_dict()
-        wrong = [k for k, v in want.items() if k not in ck['model'] or ck['model'][k].shape != v.shape]
-        if wrong:
-            raise ValueError(f"{p} does not fit the model {self.out / 'args.json'} describes ({wrong[0]})")
-        self.step, self.tokens, self.metrics = ck['step'], ck['tokens'], ck['metrics']
-        self.model.load_state_dict(ck['model'])
-        r = ck['ranks'][self.rank]
-        self.mask_rng.state, self.mask_rng.inc = r['mask_rng']
-        self.batches.load(r['batches']); torch.set_rng_state(r['torch_rng'])
-        self.set_total(ck['total'])  # makes the scheduler, which sets the lr for step 0: load after it
-        self.opt.load_state_dict(ck['opt']); self.sched.load_state_dict(ck['sched'])
-
     def set_total(self, total: int):
         # warmup is a share of the steps: a refit (or a resume after one) recomputes it with the total
         self.total, self.warmup = total, max(1, round(self.a.warmup * total))
@@ -163,26 +132,70 @@ class _Run:
             self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, factor)
         self.eval_at = {round(total * k / self.a.evals) for k in range(1, self.a.evals + 1)} | {total}
 
-    def held_out(self) -> dict:
-        ev = evaluate(self.model, self.tok, self.data['held_rows'], self.data['held_lens'], self.a.seed)
-        t = round(time.time() - self.t0, 2)
-        self.metrics['eval'].append(dict(step=self.step, tokens=self.tokens, time_s=t, **ev))
-        return ev
+# %% ../nbs/12_command.ipynb #c1d2e313
+def _start(r: _Run):
+    "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
+    a = r.a
+    steps = [a.steps] if a.steps is not None else []
+    if a.minutes is not None:
+        left = a.minutes * 60 - (time.time() - r.t0)
+        fit = None if r.rank else _calibrate(r.model, a, r.data, r.tok, r.device, left)
+        steps.append(_broadcast(fit, r.rank, r.world))
+    r.set_total(min(steps))
+    if r.rank == 0 and a.init: print(f"starting from {a.init}: {r.model.load_report}")
+    if r.rank == 0:
+        r.out.mkdir(parents=True, exist_ok=True); r.tok.save(r.out)
+        (r.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
+    _checkpoint(r)  # at step 0: an interrupted run can always be resumed
 
-    def checkpoint(self):
-        mine = dict(mask_rng=[self.mask_rng.state, self.mask_rng.inc], batches=self.batches.state(),
-                    torch_rng=torch.get_rng_state())
-        ranks = _gather(mine, self.world)
-        if self.rank == 0:
-            _save_state(self.out, dict(step=self.step, total=self.total, tokens=self.tokens,
-                                       metrics=self.metrics, model=self.model.state_dict(),
-                                       opt=self.opt.state_dict(), sched=self.sched.state_dict(), ranks=ranks))
+def _held_out(r: _Run) -> dict:
+    "The held-out loss and accuracy now, appended to the run's metrics."
+    ev = evaluate(r.model, r.tok, r.data['held_rows'], r.data['held_lens'], r.a.seed)
+    t = round(time.time() - r.t0, 2)
+    r.metrics['eval'].append(dict(step=r.step, tokens=r.tokens, time_s=t, **ev))
+    return ev
+
+def _checkpoint(r: _Run):
+    "resume.pt: the run's state and every rank's streams, gathered to rank 0, which writes it."
+    mine = dict(mask_rng=[r.mask_rng.state, r.mask_rng.inc], batches=r.batches.state(),
+                torch_rng=torch.get_rng_state())
+    ranks = _gather(mine, r.world)
+    if r.rank == 0:
+        _save_state(r.out, dict(step=r.step, total=r.total, tokens=r.tokens, metrics=r.metrics,
+                                model=r.model.state_dict(), opt=r.opt.state_dict(),
+                                sched=r.sched.state_dict(), ranks=ranks))
+
+# %% ../nbs/12_command.ipynb #c1d2e314
+def _restore(r: _Run):
+    "An interrupted run: its last checkpoint, this rank's streams included."
+    p = r.out / 'resume.pt'
+    try: ck = torch.load(p, weights_only=True)
+    except Exception as e:
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None
+    need = {'step', 'total', 'tokens', 'metrics', 'model', 'opt', 'sched', 'ranks'}
+    if not isinstance(ck, dict) or need - set(ck):
+        raise ValueError(f"{p} is not a bert-nb resume checkpoint")
+    if len(ck['ranks']) != r.world:
+        raise ValueError(f"{r.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
+                         f"many (not {r.world}), so that every shard and stream continues")
+    want = r.model.state_dict()
+    wrong = [k for k, v in want.items() if k not in ck['model'] or ck['model'][k].shape != v.shape]
+    if wrong:
+        raise ValueError(f"{p} does not fit the model {r.out / 'args.json'} describes ({wrong[0]})")
+    r.step, r.tokens, r.metrics = ck['step'], ck['tokens'], ck['metrics']
+    r.model.load_state_dict(ck['model'])
+    mine = ck['ranks'][r.rank]
+    r.mask_rng.state, r.mask_rng.inc = mine['mask_rng']
+    r.batches.load(mine['batches']); torch.set_rng_state(mine['torch_rng'])
+    r.set_total(ck['total'])  # makes the scheduler, which sets the lr for step 0: load after it
+    r.opt.load_state_dict(ck['opt']); r.sched.load_state_dict(ck['sched'])
 
 # %% ../nbs/12_command.ipynb #071604f9
 def _loop(r: _Run, stop_at: int | None, progress: bool):
     "Train to r.total (or stop_at): a step per batch, held-out evaluations and checkpoints at r.eval_at."
     a, t_eval = r.a, 0.0
-    if r.rank == 0 and r.step == 0: t = time.time(); r.held_out(); t_eval = time.time() - t
+    if r.rank == 0 and r.step == 0: t = time.time(); _held_out(r); t_eval = time.time() - t
     bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress,
                dynamic_ncols=True, mininterval=1)
     r.t_train, tokens_start, step_start, ema = time.perf_counter(), r.tokens, r.step, None
@@ -211,10 +224,10 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
             bar.update()
         if r.step in r.eval_at or r.step == stop_at:
             if r.rank == 0:
-                ev = r.held_out()
+                ev = _held_out(r)
                 bar.write(f"step {r.step}/{r.total}: held-out loss {ev['loss']:.3f}, "
                           f"masked-token accuracy {ev['acc']:.1%}")
-            r.checkpoint()
+            _checkpoint(r)
     bar.close()
     r.tokens_start = tokens_start
 
@@ -258,7 +271,7 @@ def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress
           timeout: float = 300) -> Path:
     "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
     r = _Run(a, resume, timeout)
-    r.restore() if resume else r.start()
+    _restore(r) if resume else _start(r)
     _loop(r, stop_at, progress)
     if r.step < r.total:
         if r.rank == 0:
@@ -343,12 +356,9 @@ def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
         return v
     return parse
 
-# %% ../nbs/12_command.ipynb #3aad2a75
-def _parser() -> _Parser:
-    p = _Parser(prog='bert-nb', description='Pretrain a small BERT, fill in blanks, evaluate.')
-    sub = p.add_subparsers(dest='cmd', required=True)
-    d = RunArgs()
-    t = sub.add_parser('train', help='pretrain a BERT (the default command)')
+# %% ../nbs/12_command.ipynb #c1d2e321
+def _train_options(t: argparse.ArgumentParser, d: RunArgs):
+    "The `train` command's options, with RunArgs' defaults."
     t.add_argument('--corpus', nargs='+',
                    help='text files, one document a line (.gz too); default: the bundled KJV')
     t.add_argument('--vocab', help='a vocab.txt to use instead of training one')
@@ -380,6 +390,12 @@ def _parser() -> _Parser:
     t.add_argument('--quiet', action='store_true', help='no progress bar')
     t.add_argument('--timeout', type=_float(0, 86_400), default=300,
                    help='under torchrun: seconds a process waits for a silent peer before the run fails')
+
+# %% ../nbs/12_command.ipynb #3aad2a75
+def _parser() -> _Parser:
+    p = _Parser(prog='bert-nb', description='Pretrain a small BERT, fill in blanks, evaluate.')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    _train_options(sub.add_parser('train', help='pretrain a BERT (the default command)'), RunArgs())
     f = sub.add_parser('fill', help='fill in the [MASK]s of a text')
     f.add_argument('model_dir'); f.add_argument('text', nargs='?')
     f.add_argument('--top-k', type=_int(1), default=5)
@@ -435,41 +451,51 @@ def _check_size(a: RunArgs, vocab: int):
                          "choose a smaller --d-model, --d-ff, --layers, --max-len, --batch-size "
                          "or --vocab-size")
 
+# %% ../nbs/12_command.ipynb #c1d2e322
+def _resume_args(ns) -> tuple[RunArgs, int]:
+    "`--resume DIR`: the interrupted run's own settings, and its vocabulary's size."
+    extra = sorted(ns.given - _WITH_RESUME)
+    if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
+    out = Path(ns.resume)
+    if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file():
+        raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
+    if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
+    a = _read_args(out / 'args.json')
+    a.out = str(out)  # the directory given: a copy of a run resumes in the copy
+    return a, len(WordPieceTokenizer.from_vocab(out / 'vocab.txt'))
+
+def _take_init(ns):
+    "`--init DIR`: the checkpoint's vocabulary and sizes replace those options, which must not be given."
+    clash = sorted(ns.given & _MODEL)
+    if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
+    c = init_model(ns.init).config  # a directory that is not a model: exit 2 here
+    if ns.max_len > c.max_len:
+        raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of {ns.init}")
+    ns.init = str(find_model(ns.init).resolve())
+    ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
+    ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
+
+# %% ../nbs/12_command.ipynb #c1d2e323
+def _new_args(ns) -> tuple[RunArgs, int]:
+    "A new run's settings from the command line, its files checked, and its vocabulary's size."
+    minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
+    if ns.init: _take_init(ns)
+    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
+                vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
+                max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
+                heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
+                sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
+                evals=ns.evals, seed=ns.seed, out=ns.out or f"runs/{datetime.now():%Y%m%d-%H%M%S}")
+    for c in a.corpus:
+        if not Path(c).is_file(): raise UsageError(f"no corpus file at {c}")
+    if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
+    vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
+    _check_out(Path(a.out))
+    return a, vocab
+
 # %% ../nbs/12_command.ipynb #10b2f3e9
 def _train_cmd(ns) -> int:
-    if ns.resume:
-        extra = sorted(ns.given - _WITH_RESUME)
-        if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
-        out = Path(ns.resume)
-        if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file():
-            raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
-        if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
-        a = _read_args(out / 'args.json')
-        a.out = str(out)  # the directory given: a copy of a run resumes in the copy
-        vocab = len(WordPieceTokenizer.from_vocab(out / 'vocab.txt'))
-    else:
-        minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
-        if ns.init:
-            clash = sorted(ns.given & _MODEL)
-            if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
-            c = init_model(ns.init).config  # a directory that is not a model: exit 2 here
-            if ns.max_len > c.max_len:
-                raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of "
-                                 f"{ns.init}")
-            ns.init = str(find_model(ns.init).resolve())
-            ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
-            ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
-        a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
-                    vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
-                    max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
-                    heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
-                    sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
-                    evals=ns.evals, seed=ns.seed, out=ns.out or f"runs/{datetime.now():%Y%m%d-%H%M%S}")
-        for c in a.corpus:
-            if not Path(c).is_file(): raise UsageError(f"no corpus file at {c}")
-        if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
-        vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
-        _check_out(Path(a.out))
+    a, vocab = _resume_args(ns) if ns.resume else _new_args(ns)
     try: BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
                     d_ff=a.d_ff, dropout=a.dropout)
     except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None

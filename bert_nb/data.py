@@ -20,6 +20,32 @@ def batch_stream(keys: list[str]) -> int:
     "A batch's PCG32 stream: the first 8 bytes (little-endian) of SHA-256 of its keys joined by '|'."
     return int.from_bytes(hashlib.sha256('|'.join(keys).encode()).digest()[:8], 'little')
 
+# %% ../nbs/10_data.ipynb #c1d2e301
+def _features(tok: WordPieceTokenizer, examples, max_len: int) -> list[dict]:
+    "Each example as a dict with `input_ids` (texts tokenised here, in one Rust batch)."
+    if all(isinstance(e, dict) and 'input_ids' in e for e in examples): return [dict(e) for e in examples]
+    texts = [e.get('text') if isinstance(e, dict) else e for e in examples]
+    if any(t is None for t in texts):
+        raise ValueError("an example must be a text, a (text_a, text_b) pair, or a dict with 'text' or "
+                         f"'input_ids' (all of a batch alike), got {examples[texts.index(None)]!r:.80}")
+    encs = tok.encode_batch([tuple(t) if isinstance(t, list) else t for t in texts], max_len=max_len)
+    return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}
+            for e, x in zip(examples, encs)]
+
+def _padded(feats: list[dict], pad_id: int, max_len: int, multiple: int):
+    "(ids, token types, word ids (-1: none), lengths): the features padded to a multiple of `multiple`."
+    lens = [len(f['input_ids']) for f in feats]
+    if max(lens) > max_len:
+        raise ValueError(f"an example has {max(lens)} tokens, more than max_len={max_len}")
+    T = -(-max(lens) // multiple) * multiple
+    ids = np.full((len(feats), T), pad_id, np.int64)
+    types, words = np.zeros_like(ids), np.full_like(ids, -1)
+    for r, f in enumerate(feats):
+        ids[r, :lens[r]] = f['input_ids']
+        if f.get('token_type_ids') is not None: types[r, :lens[r]] = f['token_type_ids']
+        if f.get('word_ids') is not None: words[r, :lens[r]] = [-1 if w is None else w for w in f['word_ids']]
+    return ids, types, words, lens
+
 # %% ../nbs/10_data.ipynb #347a510f
 class MLMCollator:
     """Training batches from texts, `(text_a, text_b)` pairs or tokenised features (`input_ids`, optionally
@@ -36,32 +62,10 @@ class MLMCollator:
         self.specials = np.array(special_ids(tok))
         self.piece = np.array([t.startswith('##') for t in tok.tokens()])  # continues the word before it
 
-    def _features(self, examples) -> list[dict]:
-        "Each example as a dict with `input_ids` (texts tokenised here, in one Rust batch)."
-        if all(isinstance(e, dict) and 'input_ids' in e for e in examples): return [dict(e) for e in examples]
-        texts = [e.get('text') if isinstance(e, dict) else e for e in examples]
-        if any(t is None for t in texts):
-            raise ValueError("an example must be a text, a (text_a, text_b) pair, or a dict with 'text' or "
-                             f"'input_ids' (all of a batch alike), got {examples[texts.index(None)]!r:.80}")
-        texts = [tuple(t) if isinstance(t, list) else t for t in texts]
-        encs = self.tok.encode_batch(texts, max_len=self.max_len)
-        return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}
-                for e, x in zip(examples, encs)]
-
     def __call__(self, examples) -> dict[str, torch.Tensor]:
         if not len(examples): raise ValueError("a batch needs at least one example")
-        feats = self._features(examples)
-        lens = [len(f['input_ids']) for f in feats]
-        if max(lens) > self.max_len:
-            raise ValueError(f"an example has {max(lens)} tokens, more than max_len={self.max_len}")
-        T = -(-max(lens) // self.multiple) * self.multiple
-        ids = np.full((len(feats), T), self.tok.pad_id, np.int64)
-        types, words = np.zeros_like(ids), np.full_like(ids, -1)
-        for r, f in enumerate(feats):
-            ids[r, :lens[r]] = f['input_ids']
-            if f.get('token_type_ids') is not None: types[r, :lens[r]] = f['token_type_ids']
-            if f.get('word_ids') is not None:
-                words[r, :lens[r]] = [-1 if w is None else w for w in f['word_ids']]
+        feats = _features(self.tok, examples, self.max_len)
+        ids, types, words, lens = _padded(feats, self.tok.pad_id, self.max_len, self.multiple)
         special = np.isin(ids, self.specials)
         if self.whole_word and all(f.get('word_ids') is None for f in feats):
             words = np.cumsum(~self.piece[ids] | special, axis=1)  # a word starts at every token without ##
@@ -69,7 +73,7 @@ class MLMCollator:
         inputs, labels = mlm_mask(ids, special, self.tok.mask_id, len(self.tok), self.p,
                                   PCG32(self.seed, batch_stream(keys)), shares=self.shares,
                                   word_ids=words if self.whole_word else None)
-        attn = (np.arange(T) < np.array(lens)[:, None]).astype(np.int64)
+        attn = (np.arange(ids.shape[1]) < np.array(lens)[:, None]).astype(np.int64)
         out = dict(input_ids=inputs, token_type_ids=types, attention_mask=attn, labels=labels)
         return {k: torch.from_numpy(v) for k, v in out.items()}
 
