@@ -276,26 +276,32 @@ def test_resume_with_another_number_of_processes(corpus, tmp_path):
     refused(cli('--resume', out), 'was trained by 2 process(es): resume it with as many (not 1)')
 
 def test_a_frozen_rank_brings_the_run_down(corpus, tmp_path):
-    "A peer stopped with SIGSTOP: the other rank gives up after --timeout, and torchrun ends the run."
+    """A peer stopped with SIGSTOP: the other rank gives up after --timeout (10 s), and the run ends, non-zero.
+    Once that rank has exited the stopped one is continued: torchrun's SIGTERM then lands at once, where a
+    process left stopped would cost torchrun's fixed 30 s grace before its SIGKILL, and tell us nothing more."""
     out, mark = tmp_path / 'ddp', uuid.uuid4().hex
     env = dict(os.environ, OMP_NUM_THREADS='1', BERT_NB_TEST_MARK=mark)
     p = subprocess.Popen(torchrun('--corpus', corpus, '--steps', 100000, '--out', out, '--timeout', 10, *TINY),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     t0 = time.time()
     while not (out / 'resume.pt').exists() and time.time() - t0 < 120: time.sleep(0.1)
-    def rank1():
+    def rank(r: int) -> int | None:
         for proc in Path('/proc').glob('[0-9]*'):
             try: e = (proc / 'environ').read_bytes().split(b'\0')
             except OSError: continue
-            if f'BERT_NB_TEST_MARK={mark}'.encode() in e and b'RANK=1' in e: return int(proc.name)
-    pid = rank1()
-    assert pid, 'rank 1 not found'
-    os.kill(pid, signal.SIGSTOP); t1 = time.time()
+            if f'BERT_NB_TEST_MARK={mark}'.encode() in e and f'RANK={r}'.encode() in e: return int(proc.name)
+        return None
+    pid0, pid1 = rank(0), rank(1)
+    assert pid0 and pid1, 'ranks not found'
+    os.kill(pid1, signal.SIGSTOP); t1 = time.time()
     try:
+        while Path(f'/proc/{pid0}').exists() and time.time() - t1 < 120: time.sleep(0.1)
+        assert not Path(f'/proc/{pid0}').exists(), 'rank 0 still waits for its stopped peer'
+        os.kill(pid1, signal.SIGCONT)
         p.wait(timeout=120)
         assert p.returncode != 0 and time.time() - t1 < 120
     finally:
-        for q in (pid, p.pid):
+        for q in (pid1, p.pid):
             try: os.kill(q, signal.SIGKILL)
             except ProcessLookupError: pass
 
