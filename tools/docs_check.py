@@ -48,7 +48,7 @@ def check(site: Path = SITE) -> int:
     found, problems, outside = {}, [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=ARGS)
-        ctx = browser.new_context(viewport={'width': 1600, 'height': 1000})
+        ctx = browser.new_context(viewport={'width': 1280, 'height': 900})  # a laptop's screen
         ctx.route('**/*', lambda route: route.continue_() if route.request.url.startswith('file:')
                   else (outside.append(route.request.url), route.abort()))
         for p in pages:
