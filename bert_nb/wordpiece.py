@@ -34,114 +34,84 @@ def _item(x):
     _check_text('item', x)
     return x
 
+# %% ../nbs/01_wordpiece.ipynb #3677b8b0
+def _vocab(tokens: list[str], source: str) -> dict[str, int]:
+    "{token: id} for `tokens` in id order: every token once, the five specials among them."
+    vocab, twice = {}, {}
+    for i, t in enumerate(tokens):
+        if t in vocab: twice.setdefault(t, [vocab[t]]).append(i)
+        vocab.setdefault(t, i)
+    if twice:  # a second id for a token would shift every id after it on the next save
+        t, at = next(iter(twice.items()))
+        raise ValueError(f"{source} has {len(twice)} duplicated token(s), e.g. {t!r} at ids {at}")
+    missing = [s for s in SPECIALS if s not in vocab]
+    if missing: raise ValueError(f"{source} lacks the special token(s) {' '.join(missing)}")
+    return vocab
+
+def _json_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, str]:
+    "(tokens, lowercase, source): the WordPiece vocabulary and lower-casing of a transformers tokenizer.json."
+    try: spec = json.loads(path.read_text(encoding='utf-8'))
+    except (ValueError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not valid JSON: {e}") from None
+    model = spec.get('model') if isinstance(spec, dict) else None
+    vocab = model.get('vocab') if isinstance(model, dict) and model.get('type') == 'WordPiece' else None
+    if not isinstance(vocab, dict): raise ValueError(f"{path} holds no WordPiece vocabulary")
+    if lowercase is None: lowercase = bool((spec.get('normalizer') or {}).get('lowercase', True))
+    return sorted(vocab, key=vocab.get), lowercase, str(path)
+
+def _vocab_size(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"vocab_size must be an int, got {n!r}")
+    if n < len(SPECIALS): raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {n}")
+    return n
+
+# %% ../nbs/01_wordpiece.ipynb #3677b8b1
+def _read_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, str]:
+    "(tokens, lowercase, source) of a vocab.txt, or of a model directory: its vocab.txt, else tokenizer.json."
+    if path.is_dir():
+        conf = path / 'tokenizer_config.json'
+        if lowercase is None and conf.is_file():
+            try: lowercase = bool(json.loads(conf.read_text(encoding='utf-8')).get('do_lower_case', True))
+            except (ValueError, AttributeError) as e:
+                raise ValueError(f"{conf} is not a tokenizer config: {e}") from None
+        if not (path / 'vocab.txt').is_file() and (path / 'tokenizer.json').is_file():
+            return _json_vocab(path / 'tokenizer.json', lowercase)
+        path = path / 'vocab.txt'
+    if not path.is_file(): raise FileNotFoundError(f"no vocab file at {path}")
+    try: lines = path.read_bytes().decode('utf-8').split('\n')
+    except UnicodeDecodeError as e: raise ValueError(f"vocab {path} is not UTF-8 text ({e.reason})") from None
+    if lines and lines[-1] == '': lines.pop()
+    return [t.rstrip('\r') for t in lines], True if lowercase is None else lowercase, f'vocab {path}'
+
+def _specials(tok: Tokenizer) -> list[int]:
+    "The specials' ids; registers them as special, and BERT's template: [CLS] A [SEP], [CLS] A [SEP] B [SEP]."
+    ids: list[int] = []
+    for s in SPECIALS:
+        if (i := tok.token_to_id(s)) is None: raise ValueError(f"vocab lacks the special token {s}")
+        ids.append(i)
+    tok.add_special_tokens(list(SPECIALS))
+    tok.post_processor = processors.TemplateProcessing(
+        single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
+        special_tokens=[('[CLS]', ids[2]), ('[SEP]', ids[3])])
+    return ids
+
 # %% ../nbs/01_wordpiece.ipynb #3677b8af
-class WordPieceTokenizer:
-    "BERT's WordPiece tokenizer on a vocab whose specials are `[PAD] [UNK] [CLS] [SEP] [MASK]`."
+class _WordPiece:
+    "BERT's WordPiece pipeline in Rust (`tok`), with the specials' ids: text in, ids out."
     def __init__(self, tok: Tokenizer):
-        ids: list[int] = []
-        for s in SPECIALS:
-            if (i := tok.token_to_id(s)) is None: raise ValueError(f"vocab lacks the special token {s}")
-            ids.append(i)
         self.tok = tok
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = ids
-        tok.add_special_tokens(list(SPECIALS))
-        tok.post_processor = processors.TemplateProcessing(
-            single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
-            special_tokens=[('[CLS]', self.cls_id), ('[SEP]', self.sep_id)])
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = _specials(tok)
         self._truncating = None  # (max_len, a copy of tok that truncates to it)
-
-    @classmethod
-    def from_tokens(cls, tokens: list[str], lowercase: bool = True,
-                    source: str = 'vocab') -> WordPieceTokenizer:
-        "A tokenizer whose token i is `tokens[i]`; every token once, the five specials among them."
-        vocab, twice = {}, {}
-        for i, t in enumerate(tokens):
-            if t in vocab: twice.setdefault(t, [vocab[t]]).append(i)
-            vocab.setdefault(t, i)
-        if twice:  # a second id for a token would shift every id after it on the next save
-            t, at = next(iter(twice.items()))
-            raise ValueError(f"{source} has {len(twice)} duplicated token(s), e.g. {t!r} at ids {at}")
-        missing = [s for s in SPECIALS if s not in vocab]
-        if missing: raise ValueError(f"{source} lacks the special token(s) {' '.join(missing)}")
-        return cls(_pipeline(vocab, lowercase))
-
-    @classmethod
-    def from_vocab(cls, path: str | os.PathLike, lowercase: bool | None = None) -> WordPieceTokenizer:
-        """Load a BERT `vocab.txt` (one token a line, the line number is the id), or a model directory: its
-        `vocab.txt`, else its `tokenizer.json`; `lowercase` defaults to what its `tokenizer_config.json` says,
-        else True."""
-        path = Path(path)
-        if path.is_dir():
-            conf = path / 'tokenizer_config.json'
-            if lowercase is None and conf.is_file():
-                try: lowercase = bool(json.loads(conf.read_text(encoding='utf-8')).get('do_lower_case', True))
-                except (ValueError, AttributeError) as e:
-                    raise ValueError(f"{conf} is not a tokenizer config: {e}") from None
-            if not (path / 'vocab.txt').is_file() and (path / 'tokenizer.json').is_file():
-                return cls._from_tokenizer_json(path / 'tokenizer.json', lowercase)
-            path = path / 'vocab.txt'
-        lowercase = True if lowercase is None else lowercase
-        if not path.is_file(): raise FileNotFoundError(f"no vocab file at {path}")
-        try: lines = path.read_bytes().decode('utf-8').split('\n')
-        except UnicodeDecodeError as e:
-            raise ValueError(f"vocab {path} is not UTF-8 text ({e.reason})") from None
-        if lines and lines[-1] == '': lines.pop()
-        return cls.from_tokens([t.rstrip('\r') for t in lines], lowercase, source=f'vocab {path}')
-
-    @classmethod
-    def _from_tokenizer_json(cls, path: Path, lowercase: bool | None) -> WordPieceTokenizer:
-        "The WordPiece vocabulary (and lower-casing) of a transformers `tokenizer.json`."
-        try: spec = json.loads(path.read_text(encoding='utf-8'))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
-        model = spec.get('model') if isinstance(spec, dict) else None
-        wordpiece = isinstance(model, dict) and model.get('type') == 'WordPiece'
-        if not wordpiece or not isinstance(model.get('vocab'), dict):
-            raise ValueError(f"{path} holds no WordPiece vocabulary")
-        if lowercase is None: lowercase = bool((spec.get('normalizer') or {}).get('lowercase', True))
-        vocab = model['vocab']
-        return cls.from_tokens(sorted(vocab, key=vocab.get), lowercase, source=str(path))
-
-    @classmethod
-    def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
-        "A WordPiece vocab of `vocab_size` tokens learned from texts (`train_vocab`); specials: ids 0-4."
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-            raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
-        if vocab_size < len(SPECIALS):
-            raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {vocab_size}")
-        return cls.from_tokens(train_vocab(word_counts(texts, lowercase), vocab_size), lowercase)
-
-    def tokens(self) -> list[str]:
-        "Every token, in id order (what `vocab.txt` holds)."
-        vocab = self.tok.get_vocab()
-        return sorted(vocab, key=vocab.get)
-
-    def save(self, dir: str | os.PathLike) -> Path:
-        "Write `dir/vocab.txt`, one token a line in id order."
-        dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
-        (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in self.tokens()), encoding='utf-8')
-        return dir / 'vocab.txt'
-
-    def __len__(self) -> int: return self.tok.get_vocab_size()
-    def token_to_id(self, token: str) -> int | None: return self.tok.token_to_id(token)
-    def id_to_token(self, id: int) -> str | None: return self.tok.id_to_token(id)
-    def __repr__(self) -> str: return f"WordPieceTokenizer(vocab={len(self)})"
-
     def tokenize(self, text: str) -> list[str]:
         "The word pieces of `text`, without specials."
         _check_text('text', text)
         return self.tok.encode(text, add_special_tokens=False).tokens
-
     def encode(self, text: str, pair: str | None = None) -> list[int]:
         "`[CLS] text [SEP]`, or `[CLS] text [SEP] pair [SEP]`, as ids."
         _check_text('text', text)
         if pair is not None: _check_text('pair', pair)
         return self.tok.encode(text, pair).ids
-
     def decode(self, ids, skip_special: bool = True) -> str:
         "Text from ids, `##` pieces joined."
         return self.tok.decode([int(i) for i in ids], skip_special_tokens=skip_special)
-
     def encode_batch(self, items, max_len: int | None = None) -> list:
         "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; cut longest-first to `max_len`."
         items = [_item(x) for x in items]
@@ -152,6 +122,38 @@ class WordPieceTokenizer:
             t.enable_truncation(max_len, strategy='longest_first')
             self._truncating = (max_len, t)
         return self._truncating[1].encode_batch(items)
+
+# %% ../nbs/01_wordpiece.ipynb #3677b8b2
+class WordPieceTokenizer(_WordPiece):
+    "BERT's WordPiece tokenizer on a vocab whose specials are `[PAD] [UNK] [CLS] [SEP] [MASK]`."
+    @classmethod
+    def from_tokens(cls, tokens: list[str], lowercase: bool = True,
+                    source: str = 'vocab') -> WordPieceTokenizer:
+        "A tokenizer whose token i is `tokens[i]`; every token once, the five specials among them."
+        return cls(_pipeline(_vocab(tokens, source), lowercase))
+    @classmethod
+    def from_vocab(cls, path: str | os.PathLike, lowercase: bool | None = None) -> WordPieceTokenizer:
+        """Load a BERT `vocab.txt` (one token a line, the line number is the id), or a model directory's (its
+        vocab.txt, else its tokenizer.json); `lowercase`: as its tokenizer_config.json says, else True."""
+        return cls.from_tokens(*_read_vocab(Path(path), lowercase))
+    @classmethod
+    def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
+        "A WordPiece vocab of `vocab_size` tokens learned from texts (`train_vocab`); specials: ids 0-4."
+        vocab_size = _vocab_size(vocab_size)
+        return cls.from_tokens(train_vocab(word_counts(texts, lowercase), vocab_size), lowercase)
+    def tokens(self) -> list[str]:
+        "Every token, in id order (what `vocab.txt` holds)."
+        vocab = self.tok.get_vocab()
+        return sorted(vocab, key=vocab.get)
+    def save(self, dir: str | os.PathLike) -> Path:
+        "Write `dir/vocab.txt`, one token a line in id order."
+        dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
+        (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in self.tokens()), encoding='utf-8')
+        return dir / 'vocab.txt'
+    def __len__(self) -> int: return self.tok.get_vocab_size()
+    def token_to_id(self, token: str) -> int | None: return self.tok.token_to_id(token)
+    def id_to_token(self, id: int) -> str | None: return self.tok.id_to_token(id)
+    def __repr__(self) -> str: return f"WordPieceTokenizer(vocab={len(self)})"
 
 # %% ../nbs/01_wordpiece.ipynb #f3a1c0de
 def word_counts(texts, lowercase: bool = True) -> Counter:

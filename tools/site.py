@@ -103,11 +103,12 @@ def api_page() -> str:
                 kind = 'class' if inspect.isclass(obj) else 'def'
                 lines += [f'### `{name}`', '', f'```python\n{signature(f"{kind} {name}", obj)}\n```', '',
                           inspect.getdoc(obj) or '', '', f'Built in {link}.', '']
-                if inspect.isclass(obj):
-                    for meth, f in vars(obj).items():
+                if inspect.isclass(obj):  # its methods, those of its bases in this package included
+                    owners = [k for k in reversed(obj.__mro__) if k.__module__ == obj.__module__]
+                    for owner, meth, f in [(k.__name__, n, f) for k in owners for n, f in vars(k).items()]:
                         f = f.__func__ if isinstance(f, (classmethod, staticmethod)) else f
                         if meth.startswith('_') or not inspect.isfunction(f): continue
-                        mwhere = defined_in(meth, cells, owner=name)
+                        mwhere = defined_in(meth, cells, owner=owner)
                         lines += [f'#### `{name}.{meth}`', '', f'```python\n{signature(f"def {meth}", f)}\n```', '',
                                   inspect.getdoc(f) or '', '',
                                   f'Built in [{stem} § {mwhere}]({stem}.md#{slugify(mwhere, "-")}).', '']
