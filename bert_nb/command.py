@@ -142,7 +142,8 @@ def _start(r: _Run):
         fit = None if r.rank else _calibrate(r.model, a, r.data, r.tok, r.device, left)
         steps.append(_broadcast(fit, r.rank, r.world))
     r.set_total(min(steps))
-    if r.rank == 0 and a.init: print(f"starting from {a.init}: {r.model.load_report}")
+    if r.rank == 0 and a.init:  # the shorter of the absolute path args.json keeps and the relative one
+        print(f"starting from {min(a.init, os.path.relpath(a.init), key=len)}: {r.model.load_report}")
     if r.rank == 0:
         r.out.mkdir(parents=True, exist_ok=True); r.tok.save(r.out)
         (r.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')

@@ -56,9 +56,11 @@ def mask_shares(vocab: int, shares=ACTIONS) -> np.ndarray:
     return np.array([m + r / vocab, r * (vocab - 2) / vocab, k + r / vocab])
 
 def share_z(stats: dict) -> np.ndarray:
-    "Each outcome's observed share minus its exact share, in binomial standard deviations."
+    """Each outcome's observed share minus its exact share, in binomial standard deviations. A share of
+    exactly 0 or 1 has no spread: its z is 0 when observed exactly, infinite otherwise."""
     n, exp = stats['outcome'].sum(), stats['expected']
-    return (stats['outcome'] / n - exp) / np.sqrt(exp * (1 - exp) / n)
+    diff, sd = stats['outcome'] / n - exp, np.sqrt(exp * (1 - exp) / n)
+    return np.divide(diff, sd, out=np.where(diff == 0, 0.0, np.copysign(np.inf, diff)), where=sd > 0)
 
 def mask_chi2(stats: dict) -> float:
     "Pearson's chi-square of the three outcome counts against their exact shares (2 degrees of freedom)."
@@ -189,12 +191,13 @@ def plot_word_masking(runs: list[dict]):
     fig, ax = plt.subplots(figsize=(9, 3.4))
     for i, s in enumerate(runs):
         zw = (s['picked_words'] / s['words'] - s['p']) / math.sqrt(s['p'] * (1 - s['p']) / s['words'])
-        z = np.nan_to_num(share_z(s))  # a share that is exactly 0 has no spread: it must be observed as 0
-        ax.bar(i * 5 + np.arange(4), [zw, *z], color=['C7', 'C0', 'C1', 'C2'])
+        ax.bar(i * 5 + np.arange(4), [zw, *share_z(s)], color=['C7', 'C0', 'C1', 'C2'])
     ax.axhspan(-4, 4, color='k', alpha=.1); ax.axhline(0, color='k', lw=1)
+    names = ['words picked', 'shown [MASK]', 'shown another token', 'shown itself']
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=f'C{k}') for k in (7, 0, 1, 2)], names, fontsize=9, ncol=4,
+              loc='lower center')
     ax.set_xticks([i * 5 + 1.5 for i in range(len(runs))], [f"shares {s['shares']}" for s in runs])
-    ax.set(title='whole-word masking: words picked (grey), shown [MASK] / other / itself', ylabel='z-score',
-           ylim=(-6, 6))
+    ax.set(title='whole-word masking against the exact shares', ylabel='z-score', ylim=(-6, 6))
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #f0c0de55

@@ -1,15 +1,16 @@
 """Open every page of the built site in headless Chromium, with the network cut off, and fail on what a reader would
 see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an internal link
 to a page or anchor that does not exist, a code block wider than its column, a missing title, a script error, a
-search box that finds nothing, or any request for something outside the site. Saves a screenshot of the top of
-every page to _docs/screens/.
+search box that finds nothing, any request for something outside the site, this machine's path on a page, or a
+warning in a cell's output. Saves a screenshot of the top of every page (1280 x 900) to _docs/screens/.
 """
-import shutil, sys
+import re, shutil, sys
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse, unquote
 from playwright.sync_api import sync_playwright
 
-SITE = Path(__file__).resolve().parents[1] / '_docs'
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / '_docs'
 ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
         '--disable-component-update', '--disable-sync']
 
@@ -35,6 +36,8 @@ INSPECT = """() => {
     formulas: jax.length, bad, raw, wide,
     images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src')),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    text: document.querySelector('.md-content').innerText,
+    outputs: [...document.querySelectorAll('.md-content .language-text code')].map(c => c.textContent),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   };
 }"""
@@ -65,6 +68,9 @@ def check(site: Path = SITE) -> int:
             for t in r['raw']: say(f'untypeset math delimiter in {t!r}')
             for t in r['wide']: say(f'code block wider than its column ({t})')
             for s in r['broken']: say(f'image does not load: {s}')
+            if str(ROOT) in r['text']: say(f'the build machine\'s path {ROOT} is on the page')
+            for o in r['outputs']:
+                for w in re.findall(r'\w*Warning\b[^\n]{0,60}', o): say(f'a warning in an output: {w}')
             for e in errors: say(f'script error: {e}')
         page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)
         page.goto((site / 'index.html').as_uri(), wait_until='load')

@@ -74,6 +74,13 @@ def defined_in(name: str, cells, owner: str | None = None) -> str:
             if re.search(p, src, re.M): return heading
     return cells[0][0]
 
+def value(obj) -> str:
+    "A constant as the API page writes it: a path inside the package relative to the package, not to this machine."
+    pkg = Path(importlib.import_module('bert_nb').__file__).parent
+    if isinstance(obj, Path) and obj.is_relative_to(pkg):
+        return f"Path(bert_nb.__file__).parent / {obj.relative_to(pkg).as_posix()!r}"
+    return pprint.pformat(obj, width=100)
+
 def signature(head: str, obj) -> str:
     "`head(params)` with the annotations as written, one parameter a line when it would be long."
     try: sig = inspect.signature(obj)
@@ -114,7 +121,7 @@ def api_page() -> str:
                                   inspect.getdoc(f) or '', '',
                                   f'Built in [{stem} § {mwhere}]({stem}.md#{slugify(mwhere, "-")}).', '']
             else:
-                lines += [f'### `{name}`', '', f'```python\n{name} = {pprint.pformat(obj, width=100)}\n```', '',
+                lines += [f'### `{name}`', '', f'```python\n{name} = {value(obj)}\n```', '',
                           f'Defined in {link}.', '']
     return '\n'.join(lines) + '\n'
 
