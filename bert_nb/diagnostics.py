@@ -14,7 +14,7 @@ from .bert import (ACTIONS, BertEncoder, BertForMLM, _attn_bias, _check_ids, _ch
 # %% auto #0
 __all__ = ['SHOWN', 'shown_grid', 'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'word_mask_stats',
            'plot_draws', 'plot_shown', 'plot_pick_rate', 'plot_batch', 'plot_mask_rates', 'plot_word_masking',
-           'plot_attention_maps', 'plot_init', 'position_loss', 'plot_position_loss', 'attention_reach',
+           'plot_input', 'plot_attention_maps', 'plot_init', 'position_loss', 'plot_position_loss', 'attention_reach',
            'plot_attention_reach', 'plot_layer_diffs']
 
 # %% ../nbs/13_diagnostics.ipynb #372f74cb
@@ -198,6 +198,26 @@ def plot_word_masking(runs: list[dict]):
               loc='lower center')
     ax.set_xticks([i * 5 + 1.5 for i in range(len(runs))], [f"shares {s['shares']}" for s in runs])
     ax.set(title='whole-word masking against the exact shares', ylabel='z-score', ylim=(-6, 6))
+    return fig
+
+# %% ../nbs/13_diagnostics.ipynb #f0f0f001
+def plot_input(tokens: list[str], types: list[int]):
+    "BERT's input as the paper's Figure 2 draws it: at each position a token, segment and position embedding."
+    import matplotlib.pyplot as plt
+    rows = [('input', tokens), ('token', [f'E[{t}]' for t in tokens]),
+            ('segment', [f'$E_{"AB"[s]}$' for s in types]),
+            ('position', [f'$E_{{{i}}}$' for i in range(len(tokens))])]
+    colours = ['white', '#fde7c8', '#d9ead3', '#dbe5f6']
+    fig, ax = plt.subplots(figsize=(1.05 * len(tokens) + 1.6, 3.4))
+    for r, ((name, labels), colour) in enumerate(zip(rows, colours)):
+        ax.text(-0.7, -r, name, ha='right', va='center', fontsize=10, style='italic' if r else 'normal')
+        for i, s in enumerate(labels):
+            ax.text(i, -r, s, ha='center', va='center', fontsize=9 if r else 10,
+                    bbox=dict(boxstyle='round', fc=colour, ec='#999' if r else 'none'))
+        if r > 1:
+            for i in range(len(labels)): ax.text(i, 0.5 - r, '+', ha='center', va='center', fontsize=10)
+    ax.set_xlim(-2.6, len(tokens) - 0.4); ax.set_ylim(-3.5, 0.5); ax.axis('off')
+    ax.set_title('the input of a pair: each position sums three embeddings, then LayerNorm', fontsize=10)
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #f0c0de55
