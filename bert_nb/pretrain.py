@@ -17,8 +17,8 @@ from .bert import BertForMLM, mlm_mask, special_ids, load_bert
 
 # %% auto #0
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'split_lines',
-           'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'RunArgs', 'sinusoid_positions',
-           'MLMLoss', 'prepare', 'find_model', 'load_model', 'init_model', 'fill', 'heldout_blanks', 'plot_fills']
+           'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'find_model', 'load_model', 'init_model',
+           'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions', 'MLMLoss', 'prepare', 'plot_fills']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
@@ -121,6 +121,65 @@ def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens:
     model.train(was_training)
     return dict(loss=total / max(n, 1), acc=correct / max(n, 1), n=n)
 
+# %% ../nbs/03_pretrain.ipynb #15bb7556
+def find_model(path: str | os.PathLike) -> Path:
+    "The model directory: `path` itself (bert-nb's or transformers'), or a run directory's `model/`."
+    p = Path(path)
+    for d in (p, p / 'model'):
+        weights = (d / 'model.safetensors').is_file() or (d / 'pytorch_model.bin').is_file()
+        if (d / 'config.json').is_file() and weights: return d
+    raise ValueError(f"{p} is not a bert-nb model or run directory, nor a transformers one (no config.json "
+                     "with model.safetensors or pytorch_model.bin)")
+
+def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]:
+    "The BertForMLM and its tokenizer from a model or run directory."
+    d = find_model(path)
+    return load_bert(d, cls=BertForMLM), WordPieceTokenizer.from_vocab(d)
+
+def init_model(path: str | os.PathLike) -> BertForMLM:
+    "The BertForMLM a run continues from (`--init`): any model directory; an MLM head it lacks starts fresh."
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
+        return load_bert(find_model(path), BertForMLM, strict=False).train()
+
+# %% ../nbs/03_pretrain.ipynb #0a6b5352
+@torch.no_grad()
+def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
+         top_k: int = 5) -> list[list[tuple[str, float]]]:
+    "For each [MASK] in `text`, the top_k (token, probability) pairs; a long text is read in windows."
+    ids = tok.encode(text)[1:-1]
+    at = [i for i, t in enumerate(ids) if t == tok.mask_id]
+    if not at: raise ValueError(f"text has no [MASK]: {text!r}")
+    words = len(tok) - len(special_ids(tok))
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= words:
+        raise ValueError(f"top_k must be in [1, {words}] (the words of the vocabulary), got {top_k!r}")
+    L, device = model.config.max_len - 2, next(model.parameters()).device
+    starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # around the blank, in the text
+    windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts], device=device)
+    model.eval()
+    blank = torch.tensor([i - s + 1 for i, s in zip(at, starts)], device=device)
+    logits = model(windows)[0][torch.arange(len(at), device=device), blank]
+    probs = logits.softmax(-1)
+    probs[:, special_ids(tok)] = 0  # a blank is a word, never [PAD] or [UNK]
+    top = probs.topk(top_k, -1)
+    return [[(tok.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)] for ps, ix in zip(*top)]
+
+# %% ../nbs/03_pretrain.ipynb #774a1e6c
+def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int) -> list[tuple[str, str]]:
+    "n held-out lines that fit the model, each with one word (one token, 3+ letters) hidden: (text, word)."
+    held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
+    rng, out = PCG32(a.seed, DEMO), []
+    for i in shuffle(len(held), rng):
+        if len(tok.encode(held[i])) > a.max_len: continue
+        words = held[i].split()
+        whole = lambda w: w.isalpha() and len(w) >= 3 and tok.tokenize(w) == [w.lower()]
+        ok = [j for j, w in enumerate(words) if whole(w)]
+        if not ok: continue
+        j = ok[rng.below(len(ok))]
+        out.append((' '.join(words[:j] + ['[MASK]'] + words[j + 1:]), words[j].lower()))
+        if len(out) == n: break
+    return out
+
 # %% ../nbs/03_pretrain.ipynb #a6e89b95
 @dataclass
 class RunArgs:
@@ -216,65 +275,6 @@ def _step(model, opt, sched, batch_args):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step(); sched.step()
     return loss.item()
-
-# %% ../nbs/03_pretrain.ipynb #15bb7556
-def find_model(path: str | os.PathLike) -> Path:
-    "The model directory: `path` itself (bert-nb's or transformers'), or a run directory's `model/`."
-    p = Path(path)
-    for d in (p, p / 'model'):
-        weights = (d / 'model.safetensors').is_file() or (d / 'pytorch_model.bin').is_file()
-        if (d / 'config.json').is_file() and weights: return d
-    raise ValueError(f"{p} is not a bert-nb model or run directory, nor a transformers one (no config.json "
-                     "with model.safetensors or pytorch_model.bin)")
-
-def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]:
-    "The BertForMLM and its tokenizer from a model or run directory."
-    d = find_model(path)
-    return load_bert(d, cls=BertForMLM), WordPieceTokenizer.from_vocab(d)
-
-def init_model(path: str | os.PathLike) -> BertForMLM:
-    "The BertForMLM a run continues from (`--init`): any model directory; an MLM head it lacks starts fresh."
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
-        return load_bert(find_model(path), BertForMLM, strict=False).train()
-
-# %% ../nbs/03_pretrain.ipynb #0a6b5352
-@torch.no_grad()
-def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
-         top_k: int = 5) -> list[list[tuple[str, float]]]:
-    "For each [MASK] in `text`, the top_k (token, probability) pairs; a long text is read in windows."
-    ids = tok.encode(text)[1:-1]
-    at = [i for i, t in enumerate(ids) if t == tok.mask_id]
-    if not at: raise ValueError(f"text has no [MASK]: {text!r}")
-    words = len(tok) - len(special_ids(tok))
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= words:
-        raise ValueError(f"top_k must be in [1, {words}] (the words of the vocabulary), got {top_k!r}")
-    L, device = model.config.max_len - 2, next(model.parameters()).device
-    starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # around the blank, in the text
-    windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts], device=device)
-    model.eval()
-    blank = torch.tensor([i - s + 1 for i, s in zip(at, starts)], device=device)
-    logits = model(windows)[0][torch.arange(len(at), device=device), blank]
-    probs = logits.softmax(-1)
-    probs[:, special_ids(tok)] = 0  # a blank is a word, never [PAD] or [UNK]
-    top = probs.topk(top_k, -1)
-    return [[(tok.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)] for ps, ix in zip(*top)]
-
-# %% ../nbs/03_pretrain.ipynb #774a1e6c
-def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int) -> list[tuple[str, str]]:
-    "n held-out lines that fit the model, each with one word (one token, 3+ letters) hidden: (text, word)."
-    held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
-    rng, out = PCG32(a.seed, DEMO), []
-    for i in shuffle(len(held), rng):
-        if len(tok.encode(held[i])) > a.max_len: continue
-        words = held[i].split()
-        whole = lambda w: w.isalpha() and len(w) >= 3 and tok.tokenize(w) == [w.lower()]
-        ok = [j for j, w in enumerate(words) if whole(w)]
-        if not ok: continue
-        j = ok[rng.below(len(ok))]
-        out.append((' '.join(words[:j] + ['[MASK]'] + words[j + 1:]), words[j].lower()))
-        if len(out) == n: break
-    return out
 
 # %% ../nbs/03_pretrain.ipynb #a0c1d204
 def plot_fills(model: BertForMLM, tok: WordPieceTokenizer, blanks: list[tuple[str, str]], top_k: int = 5):
