@@ -8,14 +8,14 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from .bert import (ACTIONS, BertEncoder, BertForMLM, _attn_bias, _check_ids, _check_shares,
+from .bert import (ACTIONS, BertEncoder, BertForMLM, BertLayer, _attn_bias, _check_ids, _check_shares,
                           _check_special, _to_numpy, _word_starts, mlm_mask)
 
 # %% auto #0
 __all__ = ['SHOWN', 'shown_grid', 'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'word_mask_stats',
            'plot_draws', 'plot_shown', 'plot_pick_rate', 'plot_batch', 'plot_mask_rates', 'plot_word_masking',
-           'plot_input', 'plot_attention_maps', 'plot_init', 'position_loss', 'plot_position_loss', 'attention_reach',
-           'plot_attention_reach', 'plot_layer_diffs']
+           'plot_input', 'plot_layer', 'plot_attention_maps', 'plot_init', 'position_loss', 'plot_position_loss',
+           'attention_reach', 'plot_attention_reach', 'plot_layer_diffs']
 
 # %% ../nbs/13_diagnostics.ipynb #372f74cb
 SHOWN = ('not picked', '[MASK]', 'another token', 'itself')
@@ -218,6 +218,27 @@ def plot_input(tokens: list[str], types: list[int]):
             for i in range(len(labels)): ax.text(i, 0.5 - r, '+', ha='center', va='center', fontsize=10)
     ax.set_xlim(-2.6, len(tokens) - 0.4); ax.set_ylim(-3.5, 0.5); ax.axis('off')
     ax.set_title('the input of a pair: each position sums three embeddings, then LayerNorm', fontsize=10)
+    return fig
+
+# %% ../nbs/13_diagnostics.ipynb #f0f0f005
+def plot_layer(layer: BertLayer):
+    "One post-LN layer as a flow, drawn from its own modules: each sublayer, its residual add, LayerNorm."
+    import matplotlib.pyplot as plt
+    kids = dict(layer.named_children())
+    steps = ['h', 'attn', '+', 'attn_ln', 'ff_in', 'GELU', 'ff_out', '+', 'ff_ln', "h'"]
+    fig, ax = plt.subplots(figsize=(12, 2.4))
+    s = 1.5  # the distance between boxes
+    for i, name in enumerate(steps):
+        m = kids.get(name)
+        label, colour = (name, 'white') if m is None else (f'{name}\n{type(m).__name__}', '#dbe5f6')
+        box = dict(boxstyle='round', fc=colour, ec='#888')
+        ax.text(s * i, 0, label, ha='center', va='center', fontsize=9, bbox=box)
+        if i: ax.annotate('', (s * i - 0.6, 0), (s * (i - 1) + 0.6, 0), arrowprops=dict(arrowstyle='->'))
+    for a, b in [(0, 2), (3, 7)]:  # the residual: a sublayer's input is added to its output
+        ax.annotate('', (s * b, 0.3), (s * a, 0.3), arrowprops=dict(arrowstyle='->', color='C3',
+                                                            connectionstyle='arc3,rad=-0.25'))
+    ax.set_xlim(-0.8, s * (len(steps) - 1) + 0.8); ax.set_ylim(-0.5, 1.3); ax.axis('off')
+    ax.set_title('one post-LN layer: each sublayer added to its input (red), then LayerNorm', fontsize=10)
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #f0c0de55
