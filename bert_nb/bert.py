@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import save_file
-from .rng import PCG32, sample_categorical, normal_init
+from .rng import PCG32, sample_categorical, normal_init, _check_int as _an_int
 from .wordpiece import SPECIALS, WordPieceTokenizer
 from .files import _read_json, _read_safetensors, _read_bin, _recover, _write_dir
 
@@ -112,11 +112,10 @@ def _to_numpy(x) -> np.ndarray:
     return a.astype(np.int64) if a.size == 0 and not isinstance(x, np.ndarray) else a  # [] is no float array
 
 def _check_int(name, x, lo=None, hi=None):
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(x).__name__} {x!r}")
+    x = _an_int(name, x)  # an int, as PCG32 checks its arguments; then in [lo, hi)
     if (lo is not None and x < lo) or (hi is not None and x >= hi):
         raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}), got {x}")
-    return int(x)
+    return x
 
 def _check_p(p):
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
