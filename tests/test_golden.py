@@ -48,6 +48,25 @@ def test_initial_weights():
     got = {n: hashlib.sha256(p.detach().numpy().astype('<f4').tobytes()).hexdigest() for n, p in m.named_parameters()}
     assert got == c['sha256']
 
+def test_initial_weights_replay_from_the_schema():
+    "The schema's rule, followed by hand: the matrices in `order` from one stream, every other parameter 0 or 1."
+    c = GOLDEN['init'][0]
+    g, digest = gen(c), lambda a: hashlib.sha256(np.asarray(a, '<f4').tobytes()).hexdigest()
+    for e in c['order']: assert digest(normal_init(g, tuple(e['shape']), 0.02)) == c['sha256'][e['name']], e['name']
+    m = BertForMLM(BertConfig(**c['config']))
+    drawn = {e['name'] for e in c['order']}
+    for n, p in m.named_parameters():
+        if n in drawn: continue
+        fill = 1.0 if n.endswith('ln.weight') else 0.0  # LayerNorm weights; every bias
+        assert digest(np.full(tuple(p.shape), fill)) == c['sha256'][n], n
+    assert list(c['sha256']) == [n for n, _ in m.named_parameters()]
+
+def test_rows_pin_whole_words():
+    "One layout as 1-D, 2-D and 3-D: words split at every row end, so the three cases differ, each as Python has it."
+    cases = GOLDEN['masking'][-3:]
+    assert [c['shape'] for c in cases] == [[24], [4, 6], [2, 3, 4]] and len({str(c['ids']) for c in cases}) == 1
+    assert len({tuple(c['labels']) for c in cases}) == 3
+
 def run_port(port: Path):
     return subprocess.run(['node', str(port)], capture_output=True, text=True, timeout=120)
 
@@ -60,7 +79,8 @@ def test_the_javascript_port_replays_every_vector():
 
 @pytest.mark.skipif(shutil.which('node') is None, reason='no node on PATH: the JavaScript port cannot run here')
 @pytest.mark.parametrize('change', [('if (special[i]) continue;', 'if (special[i]) { rng.uniform(); continue; }'),
-                                    ('if (r >= threshold) return r % n;', 'if (r > threshold) return r % n;')])
+                                    ('if (r >= threshold) return r % n;', 'if (r > threshold) return r % n;'),
+                                    ('!wordIds || i % rowLength === 0 ||', '!wordIds ||')])  # words across rows
 def test_one_draw_off_in_the_port_fails(tmp_path, change):
     "The check can fail: one draw more (or one output taken differently) and the port no longer replays."
     src = PORT.read_text()

@@ -17,14 +17,24 @@ OUT = root / 'bert_nb' / 'golden' / 'golden.json'
 SCHEMA = {
     'pcg32': 'seed, stream (decimal strings) -> the first outputs of next_u32() (pcg32_srandom_r, pcg32_random_r)',
     'uniform': 'seed, stream -> uniform() draws, each exactly next_u32() / 2**32',
-    'below': 'seed, stream, n -> below(n) draws (pcg32_boundedrand_r), and the state (decimal string) after them',
+    'below': ('seed, stream, n -> below(n) draws and the state after them (a decimal string). below(n) is '
+              'pcg32_boundedrand_r: it draws outputs r until r >= (2**32 - n) mod n (every output under that threshold '
+              'is rejected, however many draws it takes) and returns r mod n. A case with `state` in place of `seed` '
+              'starts from the generator seeded (0, stream) with its state then set to `state`'),
     'categorical': 'probs, u -> sample_categorical(probs, u): the smallest i with u < probs[0] + ... + probs[i]',
     'normal_init': 'seed, stream, shape, std -> normal_init values (float32, C order), Box-Muller on uniform() pairs',
     'masking': ('ids, special (0/1), word_ids (absent: token masking), shape, mask_id, vocab, p, shares, seed, stream'
-                ' -> inputs, labels (C order) and the state after: mlm_mask on PCG32(seed, stream)'),
+                ' -> inputs, labels (C order) and the state after: mlm_mask on PCG32(seed, stream). A row is a slice'
+                ' along the last axis (a 1-D input is one row). With word_ids, a word is a run of non-special positions'
+                ' of one row with one word id: a row\'s first non-special position starts a word even when its id'
+                ' is the last id of the row before, and so does a position after a special one'),
     'mlm_batch': ('texts ([a, b] for a pair), max_len, p, seed, stream, the all-MiniLM-L6-v2 vocab -> the batch; '
                   'unmasked: its input_ids before masking (special_ids never picked)'),
-    'init': 'a BertConfig, seed, stream -> sha256 of each parameter (float32 bytes, C order) of BertForMLM(config, rng)',
+    'init': ('a BertConfig, seed, stream -> BertForMLM(config, rng) from PCG32(seed, stream). order: its matrices in'
+             ' the order they draw, each normal_init(rng, shape, 0.02) in C order, one after the other from the one'
+             ' stream; biases are 0 and LayerNorm weights 1, drawing nothing; the word table is drawn whole (the'
+             ' padding row too, which transformers would zero); the decoder is the word table. sha256: of each'
+             ' parameter\'s float32 little-endian bytes, C order'),
 }
 
 def s(x: int) -> str: return str(int(x))
@@ -82,6 +92,25 @@ def masking():
                             inputs=inputs.ravel().tolist(), labels=labels.ravel().tolist(), state_after=s(r.state))
                 if word_ids is not None: case['word_ids'] = word_ids.ravel().tolist()
                 out.append(case); k += 1
+    return out + word_rows()
+
+def word_rows():
+    """One layout of ids and word ids masked as 1-D (one row), 2-D (rows of 6) and 3-D (rows of 4), from one seed:
+    the words run over every row end, so the three differ exactly where a row's end splits a word."""
+    g = np.random.default_rng(7)
+    ids, V = g.integers(5, 1000, 24), 1000
+    new = g.random(24) < 0.4
+    new[[4, 6, 8, 12, 16, 18, 20]] = False  # each row end of both shapes falls inside a word
+    word_ids, special = np.cumsum(new), np.zeros(24, bool)
+    out = []
+    for shape in [(24,), (4, 6), (2, 3, 4)]:
+        r = PCG32(11, 3)
+        inputs, labels = mlm_mask(ids.reshape(shape), special.reshape(shape), 4, V, 0.5, r,
+                                  word_ids=word_ids.reshape(shape))
+        out.append(dict(shape=list(shape), ids=ids.tolist(), special=special.astype(int).tolist(), mask_id=4,
+                        vocab=V, p=0.5, shares=[0.8, 0.1, 0.1], seed='11', stream='3', inputs=inputs.ravel().tolist(),
+                        labels=labels.ravel().tolist(), state_after=s(r.state), word_ids=word_ids.tolist()))
+    assert len({json.dumps(c['labels']) for c in out}) == 3  # rows matter to every one of them
     return out
 
 def batch():
@@ -99,7 +128,8 @@ def init():
     cfg = BertConfig(50, max_len=16, d_model=8, n_heads=2, n_layers=2, d_ff=16)
     m = BertForMLM(cfg, rng=PCG32(3, 1))
     digests = {n: hashlib.sha256(p.detach().numpy().astype('<f4').tobytes()).hexdigest() for n, p in m.named_parameters()}
-    return [dict(config=cfg.to_dict(), seed='3', stream='1', sha256=digests)]
+    order = [dict(name=n, shape=list(p.shape)) for n, p in m.named_parameters() if p.dim() == 2]
+    return [dict(config=cfg.to_dict(), seed='3', stream='1', order=order, sha256=digests)]
 
 def golden() -> dict:
     return dict(about='Golden vectors of bert-nb: what a port of PCG32 and the MLM op order must reproduce exactly.',
