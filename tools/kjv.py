@@ -1,5 +1,6 @@
 """Ship a finished run as the package's pretrained model: `python tools/kjv.py RUN DEST` copies RUN/model into DEST
-(the files transformers and bert-nb read) and writes its model card (README.md) and card.json, the figures that
+(the files transformers and bert-nb read) with the run's metrics.json (its losses, step by step, and its held-out
+curve, which the pretraining chapter draws), and writes its model card (README.md) and card.json, the figures that
 tests/test_kjv.py reproduces from the shipped weights."""
 import hashlib, json, platform, os, shutil, sys
 from pathlib import Path
@@ -15,6 +16,7 @@ def main(run: Path, dest: Path):
     tmp = dest.with_name(dest.name + '.tmp')
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     for f in FILES: shutil.copyfile(run / 'model' / f, tmp / f)  # plain 644 files, whatever the run's modes
+    shutil.copyfile(run / 'metrics.json', tmp / 'metrics.json')
     weights = (tmp / 'model.safetensors').read_bytes()
     c, h = m['config'], m['held_out']
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
@@ -42,10 +44,12 @@ seconds instead of a 5-minute run. Load it with `bert_nb.load_bert(bert_nb.KJV)`
 | always guessing the most frequent token ({m['baseline']['token']!r}) | {m['baseline']['acc']:.2%} |
 | built on | {card['built_on']}, {m['wall_s']:.0f} s |
 | sha256 of model.safetensors | `{card['weights_sha256']}` |
+| training curve | `metrics.json`: the loss at every step and the held-out loss and accuracy every {m['eval'][1]['step']} steps |
 
-`make kjv` rebuilds it: the same steps from the same seed on one PCG32 stream. On the machine that built it the
-rebuild is bit for bit (the sha256 above); another CPU may round differently in its matrix kernels, and then the
-weights differ in the last bits while the held-out figures agree to a few thousandths.
+`make kjv` rebuilds it: the same steps from the same seed on one PCG32 stream. On the machine that built it, and
+with the code that built it, the rebuild is bit for bit (the sha256 above); another CPU, or a change in how the code
+orders its arithmetic, rounds differently, and then the weights differ in the last bits while the held-out figures
+agree to a few thousandths.
 
 It is a small model trained for minutes on one book: it fills in the words of that book's English, not yours.
 """)
