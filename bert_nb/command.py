@@ -18,7 +18,8 @@ from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertForMLM, special_ids, save_bert
-from .diagnostics import mask_counts, mask_shares, plot_mask_rates, plot_attention_reach
+from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
+                                 plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
                               Batches, MLMLoss, evaluate, sinusoid_positions, find_model, load_model,
                               init_model, fill, heldout_blanks, INIT, ORDER, DEMO, REFIT,
@@ -327,7 +328,8 @@ def _reach(model, tok, data, n: int = 24):
     model.eval()
     ids = torch.from_numpy(row).to(next(model.parameters()).device)
     tokens = [tok.id_to_token(int(i)) for i in row]
-    fig = plot_attention_reach(model.encoder, ids, tokens=tokens, samples=8)  # 8 directions: seconds
+    reach = [attention_reach(model.encoder, ids, causal=c, samples=8) for c in (False, True)]  # 8 directions
+    fig = plot_attention_reach(*reach, tokens)
     fig.suptitle('the trained model', y=1.0)
     return fig
 

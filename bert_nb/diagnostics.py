@@ -8,7 +8,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from .bert import (ACTIONS, BertEncoder, BertForMLM, BertLayer, _attn_bias, _check_ids, _check_shares,
+from .bert import (ACTIONS, BertEncoder, BertForMLM, BertLayer, _check_ids, _check_shares,
                           _check_special, _to_numpy, _word_starts, mlm_mask)
 
 # %% auto #0
@@ -99,7 +99,7 @@ def plot_draws(words: list[str], draws: list[tuple], p: float, shown: list[str],
         a1.axhline(c, color='k', ls=':', lw=1, label=f'{c:g}: {name}')
     a0.set(title='draw 1: is the position picked?', ylabel='u', ylim=(0, 1))
     a1.set(title='draw 2 (picked only): what it shows', ylabel='u', ylim=(0, 1.12))
-    for ax in (a0, a1): ax.set_xticks(range(len(words)), words); ax.legend(fontsize=7, loc='center right')
+    for ax in (a0, a1): ax.set_xticks(range(len(words)), words); ax.legend(fontsize=8, loc='center right')
     fig.tight_layout()
     return fig
 
@@ -136,29 +136,29 @@ def plot_pick_rate(rate, special, p: float):
 
 # %% ../nbs/13_diagnostics.ipynb #d20c56ef
 def plot_batch(batch: dict[str, np.ndarray], mask_id: int | None = None):
-    "An mlm_batch as four images: the ids shown ([MASK] marked), token types, attention mask, picked labels."
+    "An mlm_batch as four images, 2 x 2: the ids shown ([MASK] marked), token types, attention mask, labels."
     import matplotlib.pyplot as plt
     picked = batch['labels'] != -100
     panels = [('input_ids' + (' (x: [MASK])' if mask_id is not None else ''), batch['input_ids']),
               ('token_type_ids', batch['token_type_ids']), ('attention_mask', batch['attention_mask']),
               (f'labels != -100 ({picked.sum()} picked)', picked)]
-    fig, axs = plt.subplots(1, 4, figsize=(15, 1.2 + 0.35 * len(picked)))
-    for ax, (title, a) in zip(axs, panels):
+    fig, axs = plt.subplots(2, 2, figsize=(10, 2 * (1.2 + 0.35 * len(picked))))
+    for ax, (title, a) in zip(axs.flat, panels):
         ax.imshow(a, aspect='auto', interpolation='nearest',
                   cmap='viridis' if title.startswith('input') else 'Greys_r')
         ax.set(title=title, xlabel='position', ylabel='row', yticks=range(len(a)))
     if mask_id is not None:
         r, c = np.nonzero(batch['input_ids'] == mask_id)
-        axs[0].plot(c, r, 'rx', ms=8)
+        axs[0, 0].plot(c, r, 'rx', ms=8)
     fig.tight_layout()
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #278397d5
 def plot_mask_rates(stats: dict):
-    "Picked share per batch in its binomial band; the outcome shares as z-scores; the pick rate by position."
+    "The picked share per batch in its binomial band, the shown shares as z-scores; the rate by position."
     import matplotlib.pyplot as plt
     p, n_el = stats['p'], stats['eligible']
-    fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
+    fig, ax = plt.subplot_mosaic([[0, 1], [2, 2]], figsize=(11, 7))
     sd = math.sqrt(p * (1 - p) / n_el)
     ax[0].plot(stats['picked_share'], '.', ms=3, label='observed')
     ax[0].axhline(p, color='k', ls='--', label=f'p = {p}')
@@ -258,21 +258,17 @@ def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str]
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #ae5641e8
-def plot_init(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
-              std: float = 0.02):
-    "The initial matrices' histogram against N(0, std); the untrained first layer's attention on `ids` (T,)."
+def plot_init(weights: torch.Tensor, attn: torch.Tensor, std: float = 0.02):
+    "The initial matrices' entries `weights` against N(0, std); an untrained head's (T, T) attention `attn`."
     import matplotlib.pyplot as plt
-    w = torch.cat([p.detach().flatten() for p in encoder.parameters() if p.dim() == 2]).double().cpu().numpy()
+    w, attn = weights.detach().double().cpu().numpy(), attn.detach().cpu().numpy()
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(11, 3.6))
     a0.hist(w, bins=100, density=True, alpha=.6, label=f'{len(w):,} initial weights')
     x = np.linspace(-4 * std, 4 * std, 200)
     a0.plot(x, np.exp(-x**2 / (2 * std**2)) / (std * math.sqrt(2 * math.pi)), 'k', lw=1, label=f'N(0, {std})')
     a0.set(title=f'matrices at init: std {w.std():.5f}', xlabel='weight', ylabel='density')
     a0.legend(fontsize=8)
-    mask = None if attn_mask is None else attn_mask[None]
-    h = encoder.embed(ids[None])
-    w = encoder.layers[0].attn.probs(h, _attn_bias(mask, h.dtype))[0, 0]
-    im = a1.imshow(w.detach().cpu().numpy(), cmap='Blues', vmin=0, vmax=2 * w.max().item())
+    im = a1.imshow(attn, cmap='Blues', vmin=0, vmax=2 * attn.max())
     a1.set(title='untrained attention weights (layer 0, head 0)', xlabel='key', ylabel='query')
     fig.colorbar(im, ax=a1, label='weight')
     fig.tight_layout()
@@ -325,16 +321,14 @@ def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Te
     return (reach / (1 if samples is None else samples)).sqrt().detach()
 
 # %% ../nbs/13_diagnostics.ipynb #f42cf48f
-def plot_attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                         tokens=None, samples: int | None = None):
-    "Heatmaps of attention_reach: BERT (padding mask), and the same weights under a causal mask (a GPT's)."
+def plot_attention_reach(bert: torch.Tensor, causal: torch.Tensor, tokens: list[str] | None = None):
+    "Heatmaps of two attention_reach maps: BERT's (padding mask) and the same weights' under a causal mask."
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(10, 4.2))
-    for ax, causal in zip(axs, (False, True)):
-        r = attention_reach(encoder, ids, attn_mask, causal, samples)
+    titles = ('BERT: padding mask only', 'the same weights under a causal mask')
+    for ax, r, title in zip(axs, (bert, causal), titles):
         im = ax.imshow(r.log10().clamp(min=-6).cpu().numpy(), cmap='viridis')
-        ax.set(title=('the same weights under a causal mask' if causal else 'BERT: padding mask only'),
-               xlabel='input embedding j', ylabel='output i')
+        ax.set(title=title, xlabel='input embedding j', ylabel='output i')
         if tokens is not None:
             ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
             ax.set_yticks(range(len(tokens)), tokens, fontsize=7)

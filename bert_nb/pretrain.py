@@ -277,14 +277,17 @@ def _step(model, opt, sched, batch_args):
     return loss.item()
 
 # %% ../nbs/03_pretrain.ipynb #a0c1d204
-def plot_fills(model: BertForMLM, tok: WordPieceTokenizer, blanks: list[tuple[str, str]], top_k: int = 5):
-    "For each (text with one [MASK], the hidden word): the model's top_k guesses, the hidden word in green."
+def plot_fills(guesses: list[list[tuple[str, float]]], words: list[str]):
+    "Each blank's guesses (token, probability) as bars, three a row; the hidden word (`words`) in green."
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, len(blanks), figsize=(2.4 * len(blanks), 2.4), squeeze=False)
-    for ax, (text, word) in zip(axs[0], blanks):
-        top = fill(model, tok, text, top_k)[0]
-        ax.barh(range(top_k, 0, -1), [p for _, p in top], color=['C2' if t == word else 'C0' for t, _ in top])
-        ax.set_yticks(range(top_k, 0, -1), [t for t, _ in top], fontsize=8)
+    cols = min(3, len(words))
+    rows = -(-len(words) // cols)
+    fig, axs = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.4 * rows), squeeze=False)
+    for ax, top, word in zip(axs.flat, guesses, words):
+        colours = ['C2' if t == word else 'C0' for t, _ in top]
+        ax.barh(range(len(top), 0, -1), [p for _, p in top], color=colours)
+        ax.set_yticks(range(len(top), 0, -1), [t for t, _ in top])
         ax.set(xlim=(0, 1), title=f'hidden: {word}', xlabel='probability')
+    for ax in axs.flat[len(words):]: ax.axis('off')
     fig.tight_layout()
     return fig

@@ -209,12 +209,11 @@ def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
     return vocab[:max(vocab_size, len(SPECIALS))]
 
 # %% ../nbs/01_wordpiece.ipynb #f3a1c0e0
-def plot_merges(counts: dict[str, int], n: int):
-    "How often the pair merged at each of the first `n` steps occurs: the long tail a vocabulary cuts."
+def plot_merges(seen: list[int], words: int):
+    "The count of the pair merged at each step (`seen`, from `merges`) over `words` distinct words."
     import matplotlib.pyplot as plt
-    seen = [c for _, _, c in itertools.islice(merges(counts), n)]
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.loglog(range(1, len(seen) + 1), seen, lw=1)
-    ax.set(title=f'the first {len(seen):,} merges over {len(counts):,} distinct words', xlabel='merge step',
+    ax.set(title=f'the first {len(seen):,} merges over {words:,} distinct words', xlabel='merge step',
            ylabel="the merged pair's count")
     return fig

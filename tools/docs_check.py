@@ -1,8 +1,9 @@
-"""Open every page of the built site in headless Chromium, with the network cut off, and fail on what a reader would
-see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an internal link
-to a page or anchor that does not exist, a code block wider than its column, a missing title, a script error, a
-search box that finds nothing, any request for something outside the site, this machine's path on a page, or a
-warning in a cell's output. Saves a screenshot of the top of every page (1280 x 900) to _docs/screens/.
+"""Open every page of the built site in headless Chromium at 1280 x 900, with the network cut off, and fail on what a
+reader would see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an
+internal link to a page or anchor that does not exist, a code block wider than its column, a missing title, a script
+error, a search box that finds nothing, any request for something outside the site, this machine's path on a page,
+a warning in a cell's output, a copy button on an output, or a figure without alt text or caption or with text under
+9 px as the page shows it. Saves a screenshot of the top of every page to _docs/screens/.
 """
 import re, shutil, sys
 from pathlib import Path
@@ -31,16 +32,32 @@ INSPECT = """() => {
     .filter(c => c.scrollWidth > c.clientWidth + 1)
     .map(c => `${c.scrollWidth}px in ${c.clientWidth}px: ${c.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 60)}`);
   const images = [...document.querySelectorAll('.md-content img')];
+  const figures = images.map(i => ({src: i.getAttribute('src'), alt: i.getAttribute('alt') || '',
+    caption: (i.closest('figure')?.querySelector('figcaption')?.textContent || '').trim(),
+    text_px: parseFloat(i.dataset.textPx), shown: i.clientWidth, natural: i.naturalWidth}));
   return {
     title: document.title.trim(), h1: !!document.querySelector('.md-content h1'),
     formulas: jax.length, bad, raw, wide,
-    images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src')),
+    images: images.length, figures, broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src')),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     text: document.querySelector('.md-content').innerText,
     outputs: [...document.querySelectorAll('.md-content .language-text code')].map(c => c.textContent),
+    copyable: [...document.querySelectorAll('.md-content .language-text button')].filter(b => b.offsetParent).length,
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   };
 }"""
+
+MIN_TEXT_PX = 9  # the smallest text a figure may show at 1280 px: the em of its smallest font, in CSS pixels
+
+def figure(f: dict, say):
+    "A figure needs alt text that describes it, a caption, and text no smaller than MIN_TEXT_PX as the page shows it."
+    name = f['src'].rsplit('/', 1)[-1]
+    if not f['alt'] or f['alt'] in ('png', 'svg', 'jpeg'): say(f'{name}: no alt text (`#| fig-alt:` in its cell)')
+    if not f['caption']: say(f'{name}: no caption (`#| fig-cap:` in its cell)')
+    if f['text_px'] != f['text_px']: say(f'{name}: no text size stored with the image (drawn outside tools/figmeta.py)')
+    elif f['natural'] and (px := f['text_px'] * f['shown'] / f['natural']) < MIN_TEXT_PX:
+        say(f"{name}: text at {px:.1f} px (under {MIN_TEXT_PX}): the image is {f['natural']} px wide, shown at "
+            f"{f['shown']} px, its smallest text {f['text_px']} px")
 
 def check(site: Path = SITE) -> int:
     pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')
@@ -68,9 +85,11 @@ def check(site: Path = SITE) -> int:
             for t in r['raw']: say(f'untypeset math delimiter in {t!r}')
             for t in r['wide']: say(f'code block wider than its column ({t})')
             for s in r['broken']: say(f'image does not load: {s}')
+            for f in r['figures']: figure(f, say)
             if str(ROOT) in r['text']: say(f'the build machine\'s path {ROOT} is on the page')
             for o in r['outputs']:
                 for w in re.findall(r'\w*Warning\b[^\n]{0,60}', o): say(f'a warning in an output: {w}')
+            if r['copyable']: say(f"{r['copyable']} output block(s) with a copy button: outputs are not code to copy")
             for e in errors: say(f'script error: {e}')
         page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)
         page.goto((site / 'index.html').as_uri(), wait_until='load')

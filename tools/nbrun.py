@@ -2,7 +2,8 @@
 
 `nbdev_readme` needs Quarto, which cannot be installed here, so nbconvert renders the README.
 Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| notest`): they keep
-the outputs stored in the notebook, so the 5-minute run's plots still show.
+the outputs stored in the notebook, so the 5-minute run's plots still show. `--slow` reruns them and stores their
+outputs with a digest of the code that drew each figure (`made_by`), which tests/test_layout.py checks.
 """
 import argparse, configparser, os, re
 from pathlib import Path
@@ -44,16 +45,15 @@ def readme(nb_path: Path, out: Path):
     body = re.sub(r'\]\((\d\d_\w+\.ipynb|index\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
     out.write_text(body.rstrip('\n') + '\n')
 
-def execute(nb_path: Path, slow: bool = False):
-    "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs unless `slow`."
+def execute(nb_path: Path):
+    "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs."
     from execnb.nbio import read_nb
     from execnb.shell import CaptureShell
     nb = read_nb(nb_path)
-    flags = skip_flags - {'slow'} if slow else skip_flags
     def skip(cell):
         if cell.cell_type != 'code': return True
         d = directives(cell)
-        if flags & set(d) or d.get('eval:', [''])[0].lower() == 'false': return True
+        if skip_flags & set(d) or d.get('eval:', [''])[0].lower() == 'false': return True
         cell.outputs = []  # CaptureShell keeps a cell's old outputs when the new run prints nothing
         return False
     cwd = os.getcwd(); os.chdir(nb_path.parent)
@@ -61,30 +61,68 @@ def execute(nb_path: Path, slow: bool = False):
     finally: os.chdir(cwd)
     return nb
 
-def in_kernel(nb_path: Path, timeout: int = 600):
+def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False):
     """The notebook run top to bottom in a real Jupyter kernel (ipykernel), as Run All does. Flagged cells are
-    skipped and keep their stored outputs (nbclient's `skip-execution` tag), so the site shows the 5-minute run.
+    skipped and keep their stored outputs (nbclient's `skip-execution` tag), so the site shows the 5-minute run;
+    with `slow` they run too. Every figure's PNG carries the size of its smallest text (tools/figmeta.py).
     Raises CellExecutionError on a failing cell."""
     from nbclient import NotebookClient
     nb = nbformat.read(nb_path, as_version=4)
-    skipped = [c for c in nb.cells if c.cell_type == 'code' and (skip_flags & set(directives(c))
+    flags = skip_flags - {'slow'} if slow else skip_flags
+    skipped = [c for c in nb.cells if c.cell_type == 'code' and (flags & set(directives(c))
                or directives(c).get('eval:', [''])[0].lower() == 'false')]
     for c in skipped: c.metadata['tags'] = c.metadata.get('tags', []) + ['skip-execution']
-    NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(nb_path.parent)}}).execute()
+    setup = nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(root / 'tools')!r})\n"
+                                      "import figmeta; figmeta.install(); del sys.path[0]")
+    nb.cells.insert(0, setup)
+    try: NotebookClient(nb, timeout=timeout, kernel_name='python3',
+                        resources={'metadata': {'path': str(nb_path.parent)}}).execute()
+    finally: nb.cells.remove(setup)
     for c in skipped: c.metadata['tags'].remove('skip-execution')
     return nb
 
-def inplace(nb_paths, slow=False):
+def made_by(source: str) -> str:
+    """A digest of what drew a slow cell's figures: the cell's code (not its directives, such as the caption) and every
+    function of bert_nb its `plot_*` calls reach. Stored beside the figures when the slow cells run, so that a test
+    sees a figure older than its code."""
+    source = '\n'.join(l for l in source.splitlines() if not l.startswith('#|'))
+    import hashlib, importlib, inspect, sys
+    sys.path.insert(0, str(root))
+    defs = {}
+    for m in [importlib.import_module(f'bert_nb.{p.stem}') for p in sorted((root / 'bert_nb').glob('[a-z]*.py'))]:
+        for name, obj in vars(m).items():
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m.__name__:
+                defs[name] = inspect.getsource(obj)
+    todo, seen = set(re.findall(r'\bplot_\w+', source)) & defs.keys(), set()
+    while todo:
+        seen.add(name := todo.pop())
+        todo |= set(re.findall(r'\b\w+\b', defs[name])) & defs.keys() - seen
+    return hashlib.sha256('\n'.join([source] + [defs[n] for n in sorted(seen)]).encode()).hexdigest()[:16]
+
+def run_slow(nb_path: Path):
+    "Run the notebook with its slow cells in a kernel and store those cells' outputs, each figure stamped `made_by`."
+    ran = in_kernel(nb_path, timeout=1800, slow=True)
+    nb = nbformat.read(nb_path, as_version=4)
+    for c, r in zip(nb.cells, ran.cells):
+        if c.cell_type == 'code' and 'slow' in directives(c):
+            for o in r.outputs:
+                if 'image/png' in o.get('data', {}): o.metadata.setdefault('image/png', {})['made_by'] = made_by(c.source)
+            c.outputs = r.outputs
+    nbformat.write(nb, nb_path)
+    print(f'ran the slow cells of {nb_path}')
+
+def inplace(nb_paths):
     from execnb.nbio import write_nb
-    for p in nb_paths: write_nb(execute(p, slow), p); print(f'executed {p}')
+    for p in nb_paths: write_nb(execute(p), p); print(f'executed {p}')
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
-    g.add_argument('--inplace', action='store_true')
-    ap.add_argument('--slow', action='store_true', help='with --inplace: run the slow cells too, storing their outputs')
+    g.add_argument('--inplace', action='store_true', help='run the notebooks (not their slow cells), store outputs')
+    g.add_argument('--slow', action='store_true', help="run the notebooks in a kernel, store their slow cells' outputs")
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
-    else: inplace(a.nbs, a.slow)
+    elif a.slow: [run_slow(p) for p in a.nbs]
+    else: inplace(a.nbs)

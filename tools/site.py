@@ -7,7 +7,7 @@ and math go through the same Markdown pipeline as every other page. Everything a
 copied beside it: MathJax 2.7 from PyPI's jupyter-server-mathjax, the iframe-worker shim that file:// search needs
 from the npm registry. Nothing is fetched from a network when the pages are read.
 """
-import argparse, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
+import argparse, html, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import nbformat
@@ -27,13 +27,17 @@ SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
     """The cells a reader sees: no `#| hide` cells, no directive-only cells (`default_exp`), no directive lines, only
-    the output of an `#| echo: false` cell."""
+    the output of an `#| echo: false` cell; a figure takes its caption and alt text from `#| fig-cap:`, `#| fig-alt:`."""
     cells = []
     for c in nb.cells:
         if c.cell_type == 'code':
             d = directives(c)
             if 'hide' in d: continue
             if d.get('echo:') == ['false']: c.metadata.setdefault('tags', []).append('remove_input')  # output only
+            cap = re.sub(r'`([^`]+)`', r'<code>\1</code>', html.escape(' '.join(d.get('fig-cap:', []))))
+            for o in c.outputs:
+                if 'image/png' in o.get('data', {}):
+                    o.metadata.setdefault('image/png', {}).update(caption_html=cap, alt=' '.join(d.get('fig-alt:', [])))
             strip_directives(c)
             if not c.source.strip() and not c.outputs: continue
         cells.append(c)

@@ -1,0 +1,53 @@
+"""A stored figure comes from the code as it is now (#25). nbdev_test and the site's kernel run skip `#| slow` cells,
+so their figures are stored in the notebook; `tools/nbrun.py --slow` reruns them and stamps each figure with a
+digest of what drew it (the cell, and every function of bert_nb its `plot_*` calls reach). A figure whose stamp is
+not today's digest was drawn by other code."""
+import re, sys
+from pathlib import Path
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tools'))
+from nbrun import directives, made_by  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / 'nbs').glob('*.ipynb'))
+
+def stale(path: Path) -> list[str]:
+    "What is wrong with the stored figures of the notebook's slow cells."
+    out = []
+    for c in nbformat.read(path, as_version=4).cells:
+        if c.cell_type != 'code' or 'slow' not in directives(c): continue
+        figs = [o for o in c.outputs if 'image/png' in o.get('data', {})]
+        if re.search(r'\bplot_\w+\(', c.source) and not figs: out.append(f'a slow cell draws but stores no figure')
+        for o in figs:
+            if o.metadata.get('image/png', {}).get('made_by') != made_by(c.source):
+                out.append(f'a figure not drawn by the code as it is: {c.source.splitlines()[-1][:60]!r}')
+    return [f'{path.name}: {w} (run `python tools/nbrun.py --slow nbs/{path.name}`)' for w in out]
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.stem)
+def test_slow_figures_come_from_the_code_as_it_is(path):
+    assert not stale(path)
+
+def test_the_digest_follows_the_plotting_code():
+    "The digest changes with the cell and with the code its plot_* calls reach, not with other code."
+    a = made_by('plot_losses(m)')
+    assert a == made_by('plot_losses(m)') and a != made_by('plot_losses(m);')
+    assert made_by('x = 1') == made_by('x = 1')  # no plot_* call: the cell alone
+    reach = made_by('plot_attention_reach(a, b)')
+    assert reach != made_by('plot_attention_maps(a, b)')
+
+def test_a_stale_figure_fails(tmp_path):
+    cell = nbformat.v4.new_code_cell('#| slow\nplot_losses(m);')
+    fig = nbformat.v4.new_output('display_data', data={'image/png': 'iVBORw0KGgo='},
+                                 metadata={'image/png': {'made_by': made_by(cell.source)}})
+    cell.outputs = [fig]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nbformat.write(nb, tmp_path / 'x.ipynb')
+    assert stale(tmp_path / 'x.ipynb') == []
+    fig.metadata['image/png']['made_by'] = 'older'
+    nbformat.write(nb, tmp_path / 'x.ipynb')
+    assert 'not drawn by the code as it is' in stale(tmp_path / 'x.ipynb')[0]
+    cell.outputs = []
+    nbformat.write(nb, tmp_path / 'x.ipynb')
+    assert 'stores no figure' in stale(tmp_path / 'x.ipynb')[0]
