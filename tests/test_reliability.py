@@ -124,8 +124,11 @@ def test_resume_a_copy_in_the_copy(stopped, tmp_path):
 def test_a_run_is_resumable_from_its_start(corpus, tmp_path):
     "Interrupted at any point after training starts, a run leaves a checkpoint that --resume continues."
     out = tmp_path / 'run'
+    # SIGINT as a terminal sends it: a suite started in the background (`make test &`) runs with SIGINT ignored,
+    # which its children inherit, so the child gets the default handler back first
     p = subprocess.Popen([str(EXE), '--corpus', str(corpus), '--steps', '400', '--out', str(out), *TINY],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t = time.time()
     while not (out / 'resume.pt').exists() and time.time() - t < 120: time.sleep(0.02)
     p.send_signal(signal.SIGINT)
