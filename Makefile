@@ -57,7 +57,7 @@ test: .venv/.installed sync
 
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.
 bench: .venv/.installed
-	cd bench && for b in mask batch collator train padded; do ../$(PY) $$b.py || exit 1; done
+	cd bench && for b in mask batch collator train padded data; do ../$(PY) $$b.py || exit 1; done
 
 # The default recipe against the stock transformers one, 5 minutes each on the same split (about 11 minutes).
 bench-demo: .venv/.installed

@@ -22,8 +22,10 @@ from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_r
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
                               Batches, MLMLoss, evaluate, sinusoid_positions, find_model, load_model,
-                              init_model, fill, heldout_blanks, INIT, ORDER, DEMO, REFIT,
-                              _world, _broadcast, _gather, _batch, _step)
+                              init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER, DEMO, REFIT,
+                              _world, _broadcast, _gather, _masked, _step)
+from .data import TokenRows, prepare_data, load_data
+from .files import _read_json
 
 # %% auto #0
 __all__ = ['LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
@@ -34,11 +36,11 @@ def _calibrate(model, a, data, tok, device, budget_s: float) -> int:
     "Steps that fit in budget_s, timed on a copy of the model (the run's own state is not touched)."
     m = copy.deepcopy(model); opt = make_optimizer(m, a.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-    rng, idx = PCG32(a.seed, DEMO), np.arange(min(a.batch_size, len(data['rows'])))
+    rng, rows = PCG32(a.seed, DEMO), data['rows'].take(np.arange(min(a.batch_size, len(data['rows']))))
     times = []
     for _ in range(10):
         t = time.perf_counter()
-        _step(MLMLoss(m), opt, sched, _batch(data['rows'], data['lens'], idx, tok, a.mask_p, rng, device)[-1])
+        _step(MLMLoss(m), opt, sched, _masked(*rows, tok, a.mask_p, rng, device)[-1])
         times.append(time.perf_counter() - t)
     t_eval = time.perf_counter()
     evaluate(m, tok, data['held_rows'], data['held_lens'], a.seed)
@@ -85,32 +87,46 @@ def _model(a: RunArgs, tok: WordPieceTokenizer) -> BertForMLM:
     if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
     return model
 
-def _shard(data: dict, rank: int, world: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    "This process's rows and their lengths: every `world`-th row, from its rank on."
+def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
+    "The run's prepared corpus: --data, or its corpus prepared into out/data by rank 0 while the others wait."
+    if a.data: return Path(a.data)
+    d = out / 'data'
+    if (d / 'meta.json').is_file(): return d
+    if rank == 0:  # a resumed run keeps its vocabulary (a run from before token files: prepared now)
+        vocab = out / 'vocab.txt' if resume else find_model(a.init) if a.init else a.vocab
+        prepare_data(a.corpus or [DEFAULT_CORPUS], d, a.vocab_size, vocab, a.seed, say)
+    while not (d / 'meta.json').is_file(): time.sleep(0.2)  # a file, not a collective: no timeout to run out
+    return d
+
+def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
+    "This process's rows: every `world`-th row, from its rank on (views of one memory map, not copies)."
     shard = slice(rank, None, world)
-    rows, lens = data['rows'][shard], data['lens'][shard]
+    rows = data['rows'].subset(shard)
     if len(rows) == 0:
         raise ValueError(f"the corpus packs into {len(data['rows'])} row(s), fewer than the {world} "
                          "processes")
     if batch_size > len(rows):
         raise ValueError(f"--batch-size {batch_size} is more than the {len(rows)} rows the corpus packs into "
                          "(per process)")
-    return rows, lens
+    return rows
 
 # %% ../nbs/12_command.ipynb #6a475bcc
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
-    def __init__(self, a: RunArgs, resume: bool, timeout: float = 300):
-        self.a, self.t0, self.out = a, time.time(), Path(a.out)
+    def __init__(self, a: RunArgs, resume: bool, timeout: float = 300, say=print):
+        self.a, self.out, self.t_start = a, Path(a.out), time.time()
         self.rank, self.world = _world(timeout)
         cuda = torch.cuda.is_available()
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
-        tok = WordPieceTokenizer.from_vocab(self.out / 'vocab.txt') if resume else None
-        if a.init and not resume: tok = WordPieceTokenizer.from_vocab(find_model(a.init))
-        self.data = prepare(a, tok, self.rank, self.world)
+        t = time.time()
+        self.data = load_data(_data_dir(a, self.out, resume, self.rank, say), a.max_len)
+        self.prepare_s, self.t0 = round(time.time() - t, 1), time.time()  # --minutes counts training only
         self.tok = self.data['tok']
-        self.rows, self.lens = _shard(self.data, self.rank, self.world, a.batch_size)
+        if a.init and not resume:
+            if self.tok.tokens() != WordPieceTokenizer.from_vocab(find_model(a.init)).tokens():
+                raise ValueError(f"the vocabulary of {self.data['dir']} is not the one of --init {a.init}")
+        self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
         self.model = _model(a, self.tok).to(self.device).train()
         self.cfg = self.model.config
         self.loss_fn = MLMLoss(self.model)
@@ -119,7 +135,8 @@ class _Run:
         self.mask_rng = PCG32(a.seed, self.rank)
         self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
-        self.step, self.tokens, self.metrics = 0, 0, dict(train=[], eval=[])
+        self.step, self.tokens, self.metrics, self.first_step_s = 0, 0, dict(train=[], eval=[]), None
+        self.eval_s = 0.0
         if a.init:
             r = self.model.load_report
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
@@ -151,8 +168,10 @@ def _start(r: _Run):
     _checkpoint(r)  # at step 0: an interrupted run can always be resumed
 
 def _held_out(r: _Run) -> dict:
-    "The held-out loss and accuracy now, appended to the run's metrics."
+    "The held-out loss and accuracy now, appended to the run's metrics (its time kept out of tokens/s)."
+    t = time.perf_counter()
     ev = evaluate(r.model, r.tok, r.data['held_rows'], r.data['held_lens'], r.a.seed)
+    r.eval_s += time.perf_counter() - t
     t = round(time.time() - r.t0, 2)
     r.metrics['eval'].append(dict(step=r.step, tokens=r.tokens, time_s=t, **ev))
     return ev
@@ -201,14 +220,16 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
     bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress,
                dynamic_ncols=True, mininterval=1)
     r.t_train, tokens_start, step_start, ema = time.perf_counter(), r.tokens, r.step, None
+    r.eval_s = 0.0  # evaluations from here on, kept out of tokens/s
     while r.step < r.total and (stop_at is None or r.step < stop_at):
-        idx = r.batches.next()
-        ids, inputs, labels, args = _batch(r.rows, r.lens, idx, r.tok, a.mask_p, r.mask_rng, r.device)
+        ids, n = r.rows.take(r.batches.next())
+        ids, inputs, labels, args = _masked(ids, n, r.tok, a.mask_p, r.mask_rng, r.device)
         loss = _step(r.loss_fn, r.opt, r.sched, args)
         if not math.isfinite(loss):
             raise ValueError(f"the training loss is {loss} at step {r.step + 1}: the run diverged (lower "
                              f"--lr, or check --sin-scale); {r.out} keeps its last checkpoint")
-        r.step += 1; r.tokens += int(r.lens[idx].sum()) * r.world
+        r.step += 1; r.tokens += int(n.sum()) * r.world
+        if r.step == step_start + 1: r.first_step_s = round(time.time() - r.t_start, 2)  # data, model, a step
         if r.step == REFIT and a.minutes is not None and r.total > 2 * REFIT:
             # refit the step count to the budget from real steps (the calibration timed one batch on a copy)
             left = a.minutes * 60 - (time.time() - r.t0) - (a.evals + 1) * t_eval
@@ -244,7 +265,7 @@ LEARNED = 0.15  # a run learned if it beats always guessing the most frequent to
 
 def _finish(r: _Run):
     "Rank 0 writes the model, metrics.json and the plots, and says so plainly when the run did not learn."
-    train_s = time.perf_counter() - r.t_train
+    train_s = time.perf_counter() - r.t_train - r.eval_s  # training steps and checkpoints, not evaluations
     digests = _gather(weights_digest(r.model), r.world)
     vocabs = _gather(hashlib.sha256('\n'.join(r.tok.tokens()).encode()).hexdigest(), r.world)
     if r.rank != 0: return
@@ -252,7 +273,8 @@ def _finish(r: _Run):
     acc = r.metrics['eval'][-1]['acc']
     r.metrics.update(steps=r.step, total_steps=r.total, tokens=r.tokens,
                      tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1),
-                     wall_s=round(time.time() - r.t0, 1),
+                     wall_s=round(time.time() - r.t0, 1), prepare_s=r.prepare_s,
+                     first_step_s=r.first_step_s,
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
@@ -272,7 +294,7 @@ def _finish(r: _Run):
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
           timeout: float = 300) -> Path:
     "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
-    r = _Run(a, resume, timeout)
+    r = _Run(a, resume, timeout, say=print if progress else lambda s: None)
     _restore(r) if resume else _start(r)
     _loop(r, stop_at, progress)
     if r.step < r.total:
@@ -362,8 +384,9 @@ def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
 # %% ../nbs/12_command.ipynb #c1d2e321
 def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     "The `train` command's options, with RunArgs' defaults."
-    t.add_argument('--corpus', nargs='+',
-                   help='text files, one document a line (.gz too); default: the bundled KJV')
+    t.add_argument('--corpus', nargs='+', help='text files or directories of them, a document a line, '
+                   'plain or gzip, bz2, xz; prepared into OUT/data first (default: the bundled KJV)')
+    t.add_argument('--data', metavar='DIR', help='a corpus prepared by bert-nb prepare (its vocabulary too)')
     t.add_argument('--vocab', help='a vocab.txt to use instead of training one')
     t.add_argument('--init', metavar='DIR', help='continue pretraining the model in DIR (bert-nb or '
                    'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
@@ -404,6 +427,12 @@ def _parser() -> _Parser:
     f.add_argument('--top-k', type=_int(1), default=5)
     f.add_argument('--heldout', type=_int(1), metavar='N',
                    help="instead of a text: hide one word in N of the run's held-out lines")
+    r = sub.add_parser('prepare', help='tokenize a corpus once into token files, for train --data')
+    r.add_argument('--corpus', nargs='+', required=True, help='text files or directories of them')
+    r.add_argument('--out', required=True, help='the directory to write (must not exist)')
+    r.add_argument('--vocab-size', type=_int(6), default=RunArgs.vocab_size)
+    r.add_argument('--vocab', help='a vocab.txt to use instead of training one')
+    r.add_argument('--seed', type=_int(0, 2**64 - 1), default=RunArgs.seed, help='the held-out split\'s seed')
     e = sub.add_parser('eval', help='held-out MLM loss and masked-token accuracy')
     e.add_argument('model_dir')
     e.add_argument('--corpus', nargs='+', help='evaluate on these files (default: the run\'s held-out split)')
@@ -479,18 +508,31 @@ def _take_init(ns):
     ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
 
 # %% ../nbs/12_command.ipynb #c1d2e323
+def _take_data(ns):
+    "`--data DIR`: a prepared corpus and its vocabulary; the corpus and vocabulary options must not be given."
+    clash = sorted(ns.given & {'--corpus', '--vocab', '--vocab-size'})
+    if clash: raise UsageError(f"--data {ns.data} holds its corpus and vocabulary; drop {clash[0]}")
+    if not (Path(ns.data) / 'meta.json').is_file():
+        raise UsageError(f"--data {ns.data} is not prepared data (no meta.json): run bert-nb prepare first")
+    ns.data = str(Path(ns.data).resolve())
+    meta = _read_json(Path(ns.data) / 'meta.json')  # its files are checked as they load
+    ns.vocab_size = meta.get('vocab_size') if isinstance(meta, dict) else None
+    if isinstance(ns.vocab_size, bool) or not isinstance(ns.vocab_size, int):
+        raise UsageError(f"--data {ns.data}: its meta.json has no vocabulary size; prepare the corpus again")
+
 def _new_args(ns) -> tuple[RunArgs, int]:
     "A new run's settings from the command line, its files checked, and its vocabulary's size."
     minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
     if ns.init: _take_init(ns)
-    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []],
+    if ns.data: _take_data(ns)
+    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], data=ns.data,
                 vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
                 sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
                 evals=ns.evals, seed=ns.seed, out=ns.out or f"runs/{datetime.now():%Y%m%d-%H%M%S}")
     for c in a.corpus:
-        if not Path(c).is_file(): raise UsageError(f"no corpus file at {c}")
+        if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
     vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
     _check_out(Path(a.out))
@@ -513,6 +555,9 @@ def _train_cmd(ns) -> int:
             if created: shutil.rmtree(a.out, ignore_errors=True)
             print("\ninterrupted before training started; nothing was kept", file=sys.stderr)
         return 130
+    except BaseException:  # a bad corpus, say: a run that never started leaves no directory behind
+        if created and not (Path(a.out) / 'resume.pt').is_file(): shutil.rmtree(a.out, ignore_errors=True)
+        raise
     if (out / 'metrics.json').is_file() and int(os.environ.get('RANK', '0')) == 0:
         m = json.loads((out / 'metrics.json').read_text())
         print(f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, "
@@ -528,6 +573,13 @@ def _run_args(path: Path) -> RunArgs | None:
         if (d / 'args.json').is_file(): return _read_args(d / 'args.json')
     return None
 
+def _run_data(path: Path, a: RunArgs) -> Path | None:
+    "The prepared corpus of the run that wrote the model at `path`: --data, or the run's data/ (or None)."
+    if a.data: return Path(a.data)
+    for d in (path, path.parent):
+        if (d / 'args.json').is_file() and (d / 'data' / 'meta.json').is_file(): return d / 'data'
+    return None
+
 def _eval_cmd(ns) -> int:
     model, tok = load_model(ns.model_dir)
     if ns.corpus:
@@ -539,19 +591,33 @@ def _eval_cmd(ns) -> int:
         if a is None:
             raise UsageError(f"{ns.model_dir} has no run settings (args.json) to find its held-out split; "
                              "pass --corpus")
-        data = prepare(a, tok); rows, lens, seed = data['held_rows'], data['held_lens'], a.seed
+        d = _run_data(find_model(ns.model_dir), a)
+        data = load_data(d, a.max_len) if d else prepare(a, tok)  # a run from before token files: its corpus
+        rows, lens, seed = data['held_rows'], data['held_lens'], a.seed
     ev = evaluate(model, tok, rows, lens, seed)
     print(json.dumps(ev))  # full precision: the same figures metrics.json holds
     return 0
 
 # %% ../nbs/12_command.ipynb #c0ad0016
+def _prepare_cmd(ns) -> int:
+    if ns.vocab and '--vocab-size' in ns.given: raise UsageError("give --vocab or --vocab-size, not both")
+    if Path(ns.out).exists(): raise UsageError(f"--out {ns.out} exists: prepare writes a new directory")
+    for c in ns.corpus:
+        if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
+    out = prepare_data(ns.corpus, ns.out, ns.vocab_size, ns.vocab, ns.seed)
+    print(f"wrote {out}/")
+    return 0
+
+# %% ../nbs/12_command.ipynb #e4247fca
 def _fill_cmd(ns) -> int:
     model, tok = load_model(ns.model_dir)
     if ns.heldout:
         a = _run_args(find_model(ns.model_dir))
         if a is None:
             raise UsageError(f"{ns.model_dir} has no run settings (args.json), so no held-out lines")
-        blanks, hits = heldout_blanks(a, tok, ns.heldout), 0
+        d = _run_data(find_model(ns.model_dir), a)
+        held = (d / 'held.txt').read_text(encoding='utf-8').splitlines() if d else None
+        blanks, hits = heldout_blanks(a, tok, ns.heldout, held), 0
         for text, word in blanks:
             top = fill(model, tok, text, ns.top_k)[0]
             hits += word in [t for t, _ in top]
@@ -567,11 +633,12 @@ def _fill_cmd(ns) -> int:
 def main(argv: list[str] | None = None) -> int:
     "The `bert-nb` command line."
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ('train', 'fill', 'eval', '-h', '--help'): argv = ['train'] + argv
+    commands = {'train': _train_cmd, 'prepare': _prepare_cmd, 'fill': _fill_cmd, 'eval': _eval_cmd}
+    if not argv or argv[0] not in (*commands, '-h', '--help'): argv = ['train'] + argv
     try:
         ns = _parser().parse_args(argv)
         ns.given = {t.split('=')[0] for t in argv if t.startswith('--')}
-        return {'train': _train_cmd, 'fill': _fill_cmd, 'eval': _eval_cmd}[ns.cmd](ns)
+        return commands[ns.cmd](ns)
     except (UsageError, ValueError, FileNotFoundError) as e:
         print(f"bert-nb: error: {e}", file=sys.stderr)
         return 2

@@ -4,13 +4,13 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import ctypes, json, os, re, shutil, tempfile
+import bz2, ctypes, gzip, io, json, lzma, os, re, shutil, tempfile
 from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
 # %% auto #0
-__all__ = ['MODEL_FILES']
+__all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
 
 # %% ../nbs/11_files.ipynb #f11e0015
 def _read_json(path: Path) -> dict:
@@ -35,6 +35,45 @@ def _read_bin(path: Path) -> dict:
     if not tensors:
         raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")
     return sd
+
+# %% ../nbs/11_files.ipynb #5b6819a7
+_MAGIC = {b'\x1f\x8b': gzip.open, b'BZh': bz2.open, b'\xfd7zXZ\x00': lzma.open}
+
+def _open_text(path: Path):
+    "A text file, plain or gzip, bz2 or xz (told by its first bytes), as strict UTF-8 text."
+    with open(path, 'rb') as f: head = f.read(6)
+    if head.startswith(b'\x28\xb5\x2f\xfd'):
+        raise ValueError(f"corpus file {path} is zstd-compressed, not read here: decompress it (zstd -d)")
+    opener = next((o for m, o in _MAGIC.items() if head.startswith(m)), open)
+    return io.TextIOWrapper(opener(path, 'rb'), encoding='utf-8', errors='strict')
+
+def corpus_files(paths) -> list[Path]:
+    "A corpus's files: each file given, and every file under each directory given (sorted; hidden ones not)."
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            inside = sorted(f for f in p.rglob('*') if f.is_file() and not any(
+                part.startswith('.') for part in f.relative_to(p).parts))
+            if not inside: raise ValueError(f"corpus directory {p} holds no files")
+            files += inside
+        elif p.is_file(): files.append(p)
+        else: raise FileNotFoundError(f"no corpus file or directory at {p}")
+    return files
+
+def corpus_lines(files):
+    "The stripped, non-empty lines of `files`, in order, one at a time; what is not text is refused, by name."
+    for p in files:
+        try:
+            with _open_text(p) as f:
+                for i, line in enumerate(f):
+                    if '\x00' in line:
+                        raise ValueError(f"corpus file {p} is not text: a NUL byte, line {i + 1}")
+                    if s := line.strip(): yield s
+        except UnicodeDecodeError as e:
+            raise ValueError(f"corpus file {p} is not UTF-8 text ({e.reason}): binary, or another encoding") \
+                from None
+        except (OSError, EOFError, lzma.LZMAError) as e:  # a damaged or cut-off archive
+            raise ValueError(f"corpus file {p} cannot be read: {e}") from None
 
 # %% ../nbs/11_files.ipynb #f11e0018
 def _alive(pid: int) -> bool:

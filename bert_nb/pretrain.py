@@ -4,54 +4,50 @@
 
 # %% ../nbs/03_pretrain.ipynb #b1d8b999
 from __future__ import annotations
-import gzip, importlib.resources, os, warnings
+import importlib.resources, os, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .rng import PCG32
+from .rng import PCG32, belows
+from .files import corpus_files, corpus_lines
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, mlm_mask, special_ids, load_bert
 
 # %% auto #0
-__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'split_lines',
-           'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'find_model', 'load_model', 'init_model',
-           'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions', 'MLMLoss', 'prepare', 'plot_fills']
+__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'held_mask',
+           'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'find_model', 'load_model',
+           'init_model', 'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions', 'MLMLoss', 'prepare', 'plot_fills']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
 
 def read_corpus(paths) -> list[str]:
-    "The non-empty lines of text files (`.gz` read too), stripped."
-    lines = []
-    for p in map(Path, paths):
-        if not p.is_file(): raise FileNotFoundError(f"no corpus file at {p}")
-        try:
-            with (gzip.open if p.suffix == '.gz' else open)(p, 'rt', encoding='utf-8', errors='replace') as f:
-                lines += [s for s in (l.strip() for l in f) if s]
-        except (OSError, EOFError) as e:  # not gzip, or truncated
-            raise ValueError(f"corpus file {p} cannot be read: {e}") from None
-    return lines
+    "The stripped, non-empty lines of text files or directories of them, plain or compressed."
+    return list(corpus_lines(corpus_files(paths)))
 
 # %% ../nbs/03_pretrain.ipynb #476a11e2
 SPLIT, INIT, ORDER, EVAL, DEMO = (2**63 + i for i in range(5))  # streams; masking uses stream = rank
 REFIT = 100  # a --minutes run refits its step count to the budget after this many real steps
 
-def shuffle(n: int, rng: PCG32) -> list[int]:
-    "A Fisher-Yates permutation of range(n) from `rng.below`."
-    idx = list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = rng.below(i + 1)
-        idx[i], idx[j] = idx[j], idx[i]
-    return idx
+def shuffle(n: int, rng: PCG32) -> np.ndarray:
+    "A Fisher-Yates permutation of range(n): for i from n - 1 down to 1, swap i with rng.below(i + 1)."
+    idx, js = list(range(n)), belows(rng, np.arange(n, 1, -1)).tolist()  # the draws at once; swaps in order
+    for i, j in zip(range(n - 1, 0, -1), js): idx[i], idx[j] = idx[j], idx[i]
+    return np.array(idx, np.int64)
+
+def held_mask(n: int, seed: int, held_frac: float = 0.02) -> np.ndarray:
+    "Which of n lines are held out: the first max(1, round(held_frac * n)) of a PCG32(seed, SPLIT) shuffle."
+    held = np.zeros(n, bool)
+    held[shuffle(n, PCG32(seed, SPLIT))[:max(1, round(held_frac * n))]] = True
+    return held
 
 def split_lines(lines: list[str], seed: int, held_frac: float = 0.02) -> tuple[list[str], list[str]]:
     "(train, held-out) lines, each in corpus order; at least one line held out."
-    idx = shuffle(len(lines), PCG32(seed, SPLIT))
-    n = max(1, round(held_frac * len(lines)))
-    return [lines[i] for i in sorted(idx[n:])], [lines[i] for i in sorted(idx[:n])]
+    held = held_mask(len(lines), seed, held_frac).tolist()
+    return [l for l, h in zip(lines, held) if not h], [l for l, h in zip(lines, held) if h]
 
 # %% ../nbs/03_pretrain.ipynb #406e93f9
 def pack_rows(tok: WordPieceTokenizer, lines: list[str], max_len: int) -> tuple[np.ndarray, np.ndarray]:
@@ -84,27 +80,43 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
 class Batches:
     "Row indices in PCG32-shuffled epochs, B at a time; `state()` / `load()` for resuming."
     def __init__(self, n_rows: int, batch_size: int, rng: PCG32):
-        self.n, self.b, self.rng, self.todo = n_rows, batch_size, rng, []
+        self.n, self.b, self.rng = n_rows, batch_size, rng
+        self.start, self.perm, self.pos = [rng.state, rng.inc], np.zeros(0, np.int64), 0
 
-    def next(self) -> list[int]:
-        while len(self.todo) < self.b: self.todo += shuffle(self.n, self.rng)
-        out, self.todo = self.todo[:self.b], self.todo[self.b:]
+    def _epoch(self):
+        self.start = [self.rng.state, self.rng.inc]  # the generator before this epoch's permutation
+        self.perm, self.pos = shuffle(self.n, self.rng), 0
+
+    def next(self) -> np.ndarray:
+        out = self.perm[self.pos:self.pos + self.b]
+        self.pos += len(out)
+        while len(out) < self.b:  # the epoch ends inside this batch: the next epoch fills it
+            self._epoch()
+            self.pos = self.b - len(out)
+            out = np.concatenate([out, self.perm[:self.pos]])
         return out
 
-    def state(self) -> dict: return dict(rng=[self.rng.state, self.rng.inc], todo=self.todo)
-    def load(self, s: dict): self.rng.state, self.rng.inc = s['rng']; self.todo = list(s['todo'])
+    def state(self) -> dict: return dict(start=self.start, pos=self.pos, drawn=len(self.perm) > 0)
+    def load(self, s: dict):
+        if 'start' not in s: raise ValueError("the batch order was saved by an older bert-nb (a row list)")
+        self.rng.state, self.rng.inc = s['start']
+        if s['drawn']: self._epoch()  # the same permutation, from the same generator
+        self.pos = s['pos']
 
 # %% ../nbs/03_pretrain.ipynb #693596c8
 EVAL_P = 0.15
 
-def _batch(rows, lens, idx, tok, p, rng, device):
-    "Mask rows[idx] with one mlm_mask call; tensors on `device`; an attention mask only if padded."
-    ids, n = rows[idx], lens[idx]
+def _masked(ids, n, tok, p, rng, device):
+    "Mask rows `ids` (of lengths n) with one mlm_mask call; tensors on `device`; an attention mask if padded."
     inputs, labels = mlm_mask(ids, np.isin(ids, special_ids(tok)), tok.mask_id, len(tok), p, rng)
-    T = rows.shape[1]
+    T = ids.shape[1]
     attn = (np.arange(T) < n[:, None]).astype(np.int64) if (n < T).any() else None
     to = lambda x: None if x is None else torch.from_numpy(x).to(device)
     return ids, inputs, labels, (to(inputs), None, to(attn), to(labels))
+
+def _batch(rows, lens, idx, tok, p, rng, device):
+    "Mask rows[idx] (`_masked`)."
+    return _masked(rows[idx], lens[idx], tok, p, rng, device)
 
 @torch.no_grad()
 def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int,
@@ -165,9 +177,10 @@ def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
     return [[(tok.id_to_token(int(i)), float(p)) for p, i in zip(ps, ix)] for ps, ix in zip(*top)]
 
 # %% ../nbs/03_pretrain.ipynb #774a1e6c
-def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int) -> list[tuple[str, str]]:
-    "n held-out lines that fit the model, each with one word (one token, 3+ letters) hidden: (text, word)."
-    held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
+def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int,
+                   held: list[str] | None = None) -> list[tuple[str, str]]:
+    "n held-out lines (`held`, or the run's) that fit the model, a word (a token, 3+ letters) hidden in each."
+    if held is None: held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
     rng, out = PCG32(a.seed, DEMO), []
     for i in shuffle(len(held), rng):
         if len(tok.encode(held[i])) > a.max_len: continue
@@ -186,6 +199,7 @@ class RunArgs:
     corpus: list = field(default_factory=list)  # text files; empty: the bundled KJV
     vocab: str | None = None                    # a vocab.txt to use instead of training one
     init: str | None = None                     # a model directory to continue pretraining (its vocab, sizes)
+    data: str | None = None                     # a prepared corpus (bert-nb prepare): corpus and vocab
     vocab_size: int = 8192
     max_len: int = 32
     batch_size: int = 128

@@ -8,7 +8,7 @@ import math, numbers
 import numpy as np
 
 # %% auto #0
-__all__ = ['MULT', 'MASK64', 'MASK32', 'PCG32', 'plot_uniformity', 'sample_categorical', 'normal_init']
+__all__ = ['MULT', 'MASK64', 'MASK32', 'PCG32', 'belows', 'plot_uniformity', 'sample_categorical', 'normal_init']
 
 # %% ../nbs/00_rng.ipynb #68ae917f
 MULT = 6364136223846793005
@@ -123,6 +123,25 @@ def _outputs(old: np.ndarray) -> np.ndarray:
     x = (((old >> np.uint64(18)) ^ old) >> np.uint64(27)).astype(np.uint32)
     r = (old >> np.uint64(59)).astype(np.uint32)
     return (x >> r) | (x << ((np.uint32(32) - r) & np.uint32(31)))
+
+# %% ../nbs/00_rng.ipynb #e0c0e3dc
+def belows(rng: PCG32, ns) -> np.ndarray:
+    "`[rng.below(n) for n in ns]` as an int64 array, drawn in blocks; the generator left where the loop is."
+    ns = np.asarray(ns).reshape(-1)
+    if ns.dtype.kind not in 'iu' and len(ns): raise TypeError(f"ns must be integers, got dtype {ns.dtype}")
+    if len(ns) and (ns.min() < 1 or ns.max() > 1 << 32):
+        raise ValueError(f"ns must be in [1, 2**32], got values from {ns.min()} to {ns.max()}")
+    m, out, k, size = ns.astype(np.uint64), np.empty(len(ns), np.int64), 0, 1 << 16
+    while k < len(m):
+        bound = m[k:k + size]
+        r = rng.copy().u32s(len(bound)).astype(np.uint64)
+        bad = np.flatnonzero(r < ((1 << 32) - bound) % bound)  # under the threshold: rejected, drawn again
+        ok = bad[0] if len(bad) else len(bound)
+        out[k:k + ok] = r[:ok] % bound[:ok]
+        rng.advance(ok + (ok < len(bound)))  # the outputs taken, and the rejected one
+        k += ok
+        size = min(1 << 16, 2 * size) if ok == len(bound) else max(64, 2 * ok)  # rejections: shorter blocks
+    return out
 
 # %% ../nbs/00_rng.ipynb #e8df059c
 def plot_uniformity(rng: PCG32, n: int = 100_000, sides: int = 6):

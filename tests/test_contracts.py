@@ -73,12 +73,12 @@ def test_fill_never_answers_a_special_token(tok):
 
 def test_the_training_loop_masks_its_batches_in_the_op_order(tok, tmp_path, monkeypatch):
     "Every batch train() builds: no special or padded position picked, and the op order on the rank's stream."
-    seen, real = [], command._batch
-    def spy(rows, lens, idx, tok_, p, rng, device):
-        out = real(rows, lens, idx, tok_, p, rng, device)
+    seen, real = [], command._masked
+    def spy(ids, n, tok_, p, rng, device):
+        out = real(ids, n, tok_, p, rng, device)
         if p == 0.4: seen.append(out[:3])
         return out
-    monkeypatch.setattr(command, '_batch', spy)
+    monkeypatch.setattr(command, '_masked', spy)
     (tmp_path / 'c.txt').write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:30]))  # ~40 rows: 6 batches of 8
     a = RunArgs(corpus=[str(tmp_path / 'c.txt')], vocab_size=300, max_len=24, batch_size=8, d_model=16, layers=1,
                 heads=2, d_ff=32, mask_p=0.4, minutes=None, steps=6, evals=1, seed=5, out=str(tmp_path / 'run'))

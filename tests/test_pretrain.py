@@ -21,7 +21,7 @@ def run(corpus, tmp_path_factory) -> Path:
     return out
 
 def test_tiny_run_writes_everything(run):
-    assert sorted(os.listdir(run)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
+    assert sorted(os.listdir(run)) == ['args.json', 'attention_reach.png', 'data', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
     assert sorted(os.listdir(run / 'model')) == ['config.json', 'model.safetensors', 'special_tokens_map.json',
                                                  'tokenizer.json', 'tokenizer_config.json', 'vocab.txt']
     for png in ('loss', 'mask_rates', 'attention_reach'): assert (run / f'{png}.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
@@ -85,7 +85,7 @@ def test_two_processes_torchrun(corpus, tmp_path):
     ranks = torch.load(out / 'resume.pt', weights_only=True)['ranks']
     assert [r['mask_rng'][1] for r in ranks] == [1, 3]                  # rank r masks from stream r (inc 2r + 1)
     assert m['tokens'] == 4 * 8 * 32 * 2                              # each rank trained on its own batch
-    assert sorted(os.listdir(out)) == ['args.json', 'attention_reach.png', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
+    assert sorted(os.listdir(out)) == ['args.json', 'attention_reach.png', 'data', 'loss.png', 'mask_rates.png', 'metrics.json', 'model', 'resume.pt', 'vocab.txt']
     assert r.stdout.count('wrote ') == 1                               # rank 0 alone reports and writes
 
 def bert_nb(*args, cwd=None):

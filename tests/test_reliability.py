@@ -1,7 +1,7 @@
 """The audit, kept: bad input to the API and the command line ends in a clear error that names the argument or the file
 (exit status 2, one line, nothing written, for the command); killed saves leave the old or the new model; a copied run
 resumes in the copy; torchrun ranks share one vocabulary and a frozen rank brings the run down."""
-import gzip, json, os, random, shutil, signal, socket, subprocess, sys, textwrap, time, uuid
+import bz2, gzip, json, os, random, shutil, signal, socket, subprocess, sys, textwrap, time, uuid
 from pathlib import Path
 import numpy as np
 import pytest
@@ -41,17 +41,26 @@ def refused(r, says):
 # ---------------------------------------------------------------------------------------------------- command line
 
 def test_bad_corpus_files(tmp_path):
-    (tmp_path / 'notgz.txt.gz').write_text('plain text, not gzip\n' * 10)
+    "What is not text, whatever its name, or a damaged archive, or text without a token: exit 2, nothing written."
+    (tmp_path / 'binary.txt').write_bytes(bytes(range(128, 256)) * 40)
     whole = gzip.compress(b'a verse of text\n' * 500)
     (tmp_path / 'cut.txt.gz').write_bytes(whole[: len(whole) // 2])
+    (tmp_path / 'cut.txt').write_bytes(bz2.compress(b'a verse of text\n' * 500)[:60])  # bz2, by its bytes
+    (tmp_path / 'z.txt').write_bytes(b'\x28\xb5\x2f\xfd' + bytes(60))
+    (tmp_path / 'nul.txt').write_bytes(b'a verse\n\x00\x01\x02\n' * 20)
     (tmp_path / 'blank.txt').write_text('\x07\x07\n\x08 \x08\n' * 20)  # lines, but no token in any of them
-    for name, says in [('notgz.txt.gz', 'notgz.txt.gz cannot be read'), ('cut.txt.gz', 'cut.txt.gz cannot be read'),
-                       ('blank.txt', 'yield no tokens')]:
+    (tmp_path / 'empty').mkdir()
+    for name, says in [('binary.txt', 'binary.txt is not UTF-8 text'), ('cut.txt.gz', 'cut.txt.gz cannot be read'),
+                       ('cut.txt', 'cut.txt cannot be read'), ('z.txt', 'zstd-compressed'),
+                       ('nul.txt', 'a NUL byte, line 2'), ('blank.txt', 'yield no tokens'),
+                       ('empty', 'holds no files')]:
         refused(cli('--corpus', tmp_path / name, '--steps', 2, '--out', tmp_path / 'o', *TINY), says)
         assert not (tmp_path / 'o').exists()
+        refused(cli('prepare', '--corpus', tmp_path / name, '--out', tmp_path / 'd'), says)
+        assert not (tmp_path / 'd').exists() and not [p for p in tmp_path.iterdir() if p.name.startswith('.d.')]
 
 def test_eval_with_a_bad_gz(stopped, tmp_path):
-    (tmp_path / 'bad.gz').write_text('no gzip here')
+    (tmp_path / 'bad.gz').write_bytes(b'\x1f\x8b' + b'no gzip here')  # gzip's first bytes, then not gzip
     run = tmp_path / 'run'; shutil.copytree(stopped, run)
     assert main(['--resume', str(run), '--quiet']) == 0
     refused(cli('eval', run, '--corpus', tmp_path / 'bad.gz'), 'bad.gz cannot be read')

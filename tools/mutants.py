@@ -75,6 +75,7 @@ WORDPIECE = ['tests/test_wordpiece.py', 'tests/test_masking.py']
 MORE_MASKING = MASKING + ['tests/test_collator.py', 'tests/test_contracts.py', 'tests/test_golden.py']
 SAVES = ['tests/test_checkpoints.py', 'tests/test_reliability.py', '-k', 'checkpoint or save or symlink or stale or killed or swap']
 PRETRAIN = ['tests/test_contracts.py', 'tests/test_pretrain.py']
+DATA = ['tests/test_data_files.py']
 
 # Beyond the seed's faults: the audit's (exact boundaries, the training command) and more of our own, in every module.
 FAULTS += [
@@ -143,12 +144,18 @@ FAULTS += [
           '    n = max(1, -(-len(toks) // body))', '    n = max(1, len(toks) // body); toks = toks[:n * body]',
           PRETRAIN),
     Fault('p02', 'the held-out lines are trained on too', 'pretrain.py', 'def split_lines(',
-          'return [lines[i] for i in sorted(idx[n:])]', 'return [lines[i] for i in sorted(idx)]', PRETRAIN),
+          'return [l for l, h in zip(lines, held) if not h]', 'return [l for l, h in zip(lines, held)]', PRETRAIN),
+    Fault('d01', 'token files: the held-out lines are trained on too', 'data.py', 'def _tokenize(',
+          "[l for l, x in zip(chunk, h) if not x]", "[l for l, x in zip(chunk, h)]", DATA),
+    Fault('d02', 'a resumed run draws its epoch anew instead of the interrupted one', 'pretrain.py', 'class Batches:',
+          "        self.rng.state, self.rng.inc = s['start']\n", '', DATA),
+    Fault('d03', 'a short last row loses its [SEP]', 'data.py', 'class TokenRows:',
+          'ids[np.arange(len(ids)), lens - 1] = self.tok.sep_id', 'ids[:, -1] = self.tok.sep_id', DATA),
     Fault('p03', "resume leaves torch's generator where it was", 'command.py', 'def _restore(',
           "; torch.set_rng_state(mine['torch_rng'])", '', PRETRAIN),
     Fault('p04', 'fill can answer [PAD] or [UNK]', 'pretrain.py', 'def fill(',
           '    probs[:, special_ids(tok)] = 0', '    probs = probs', PRETRAIN),
-    Fault('p05', 'training batches may pick [PAD] positions', 'pretrain.py', 'def _batch(',
+    Fault('p05', 'training batches may pick [PAD] positions', 'pretrain.py', 'def _masked(',
           'np.isin(ids, special_ids(tok))', 'np.isin(ids, [tok.cls_id, tok.sep_id])', PRETRAIN),
     Fault('p06', 'no gradient clipping', 'pretrain.py', 'def _step(',
           '    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n', '', PRETRAIN),

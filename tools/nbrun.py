@@ -86,17 +86,18 @@ def made_by(source: str) -> str:
     function of bert_nb its `plot_*` calls reach. Stored beside the figures when the slow cells run, so that a test
     sees a figure older than its code."""
     source = '\n'.join(l for l in source.splitlines() if not l.startswith('#|'))
-    import hashlib, importlib, inspect, sys
+    import ast, hashlib, importlib, inspect, sys, textwrap
     sys.path.insert(0, str(root))
     defs = {}
     for m in [importlib.import_module(f'bert_nb.{p.stem}') for p in sorted((root / 'bert_nb').glob('[a-z]*.py'))]:
         for name, obj in vars(m).items():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m.__name__:
                 defs[name] = inspect.getsource(obj)
-    todo, seen = set(re.findall(r'\bplot_\w+', source)) & defs.keys(), set()
-    while todo:
+    names = lambda src: {n.id for n in ast.walk(ast.parse(textwrap.dedent(src))) if isinstance(n, ast.Name)}
+    todo, seen = {n for n in names(source) if n.startswith('plot_')} & defs.keys(), set()
+    while todo:  # the names the code uses (not words in its strings: metrics['train'] is not train())
         seen.add(name := todo.pop())
-        todo |= set(re.findall(r'\b\w+\b', defs[name])) & defs.keys() - seen
+        todo |= names(defs[name]) & defs.keys() - seen
     return hashlib.sha256('\n'.join([source] + [defs[n] for n in sorted(seen)]).encode()).hexdigest()[:16]
 
 def run_slow(nb_path: Path):

