@@ -56,6 +56,15 @@ def test_the_held_out_sample_is_fixed_and_capped(tmp_path):
     pick = np.unique(np.linspace(0, 4000, 2000).round().astype(np.int64))
     assert len(pick) == 2000 and pick[0] == 0 and pick[-1] == 4000
 
+@pytest.mark.parametrize('n', [0, 1, 2, 1000, (1 << 20) + 3])  # the last crosses a block of a million draws
+def test_shuffle_is_fisher_yates_on_below(n):
+    "The oracle: the textbook loop, one below(i + 1) a swap; the same permutation and the generator left alike."
+    g, idx = PCG32(4, ORDER), list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = g.below(i + 1); idx[i], idx[j] = idx[j], idx[i]
+    h = PCG32(4, ORDER)
+    assert shuffle(n, h).tolist() == idx and h == g
+
 def test_batches_hold_a_position_not_a_list():
     "The epoch order is the old list-based one, and the state is a few numbers whatever the number of rows."
     old, todo, rng = [], [], PCG32(3, ORDER)
