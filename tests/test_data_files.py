@@ -100,6 +100,7 @@ def test_bad_data_is_refused(data, corpus, tmp_path):
     (tmp_path / 'bad' / 'meta.json').write_text('{"vocab_size": 300}')  # the rest of it missing
     refused(cli('--data', tmp_path / 'bad', '--out', tmp_path / 'o', *SMALL), 'is not the meta.json of bert-nb')
     refused(cli('prepare', '--corpus', corpus, '--out', data), 'exists')
+    refused(cli('prepare', '--corpus', tmp_path / 'none', '--out', tmp_path / 'x'), 'no corpus file or directory')
     refused(cli('prepare', '--corpus', corpus, '--out', tmp_path / 'x', '--vocab', data / 'vocab.txt',
                 '--vocab-size', 9), 'not both')
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'x').exists()
