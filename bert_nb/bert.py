@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_bert.ipynb #275bd248
 from __future__ import annotations
-import bisect, json, math, numbers, os, re, warnings
+import bisect, json, math, numbers, os, re, time, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 from importlib import import_module
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from .rng import PCG32, sample_categorical, normal_init, _check_int as _an_int
 from .wordpiece import SPECIALS, WordPieceTokenizer
-from .files import _read_json, _read_safetensors, _read_bin, _recover, _write_dir
+from .files import _read_json, _read_safetensors, _read_bin, _recover, _saves, _write_dir
 
 # %% auto #0
 __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'mlm_mask', 'special_ids',
@@ -106,9 +106,11 @@ def _mask_pcg(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: int, p:
 def _to_numpy(x) -> np.ndarray:
     "x's values as a NumPy array: a float stays float (the checks name its dtype); bfloat16, NumPy has not."
     if isinstance(x, torch.Tensor):
+        if x.is_meta: raise ValueError("a meta tensor holds no values: materialise it first")
         x = x.detach().cpu()
         return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
-    a = np.asarray(x)
+    try: a = np.asarray(x)
+    except ValueError: raise ValueError("rows of different lengths: pad them to one length first") from None
     return a.astype(np.int64) if a.size == 0 and not isinstance(x, np.ndarray) else a  # [] is no float array
 
 def _check_int(name, x, lo=None, hi=None):
@@ -193,12 +195,14 @@ def special_ids(tok: WordPieceTokenizer) -> list[int]:
 
 def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> dict[str, np.ndarray]:
     "Tokenize, truncate, pad, mask: int64 [B, T] `input_ids`, `token_type_ids`, `attention_mask`, `labels`."
+    if not isinstance(tok, WordPieceTokenizer):
+        raise TypeError(f"tok must be a WordPieceTokenizer, got {type(tok).__name__}")
     if isinstance(texts, (str, tuple)) or not hasattr(texts, '__len__'):
         raise TypeError("texts must be a list of texts or (text_a, text_b) pairs, got "
                         f"{type(texts).__name__}")
     if len(texts) == 0: raise ValueError("texts must not be empty")
     need = 3 if any(isinstance(t, (tuple, list)) for t in texts) else 2  # [CLS] [SEP] ([SEP])
-    max_len = _check_int('max_len', max_len)
+    max_len = _check_int('max_len', max_len, None, 2**31)  # tokenizers truncates to a 32-bit length
     if max_len < need:
         raise ValueError(f"max_len must be >= {need} to hold the special tokens, got {max_len}")
     _check_p(p)
@@ -779,9 +783,9 @@ def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     try: config = BertConfig.from_dict(meta.get('config', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: bad config: {e}") from None
     sd = _read_safetensors(dir / 'model.safetensors')
-    if meta['class'] == 'BertForMLM' and cls is BertEncoder:
+    if meta.get('class') == 'BertForMLM' and cls is BertEncoder:
         sd = {k.removeprefix('encoder.'): v for k, v in sd.items() if k.startswith('encoder.')}
-    elif meta['class'] == 'BertEncoder' and cls is BertForMLM:
+    elif meta.get('class') == 'BertEncoder' and cls is BertForMLM:
         raise ValueError(f"{dir} holds a BertEncoder, which has no MLM head; load it with cls=BertEncoder")
     pre = 'encoder.' if cls is BertForMLM else ''
     _check_weights(config, {k.removeprefix(pre): tuple(v.shape) for k, v in sd.items() if k.startswith(pre)},
@@ -796,16 +800,9 @@ def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     model.load_report = LoadReport(used=list(sd), dropped=[], initialised=[])
     return model.eval()
 
-# %% ../nbs/02_bert.ipynb #989ff75a
-def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:
-    """A BertForMLM or BertEncoder, in eval mode, from a model directory: one `save_bert` wrote, any
-    transformers BERT directory (safetensors, or a weights-only `pytorch_model.bin`), or an older bert-nb
-    one."""
-    if cls not in (None, BertEncoder, BertForMLM):
-        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
-    dir = Path(dir)
-    if not dir.is_dir(): _recover(dir)  # a save cut between its two renames leaves the new model beside `dir`
-    if not dir.is_dir(): raise FileNotFoundError(f"no model directory at {dir}")
+# %% ../nbs/02_bert.ipynb #8da57837
+def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
+    "load_bert's reading: the directory's config and weights, as one model."
     meta = _read_json(dir / 'config.json')
     if not isinstance(meta, dict): raise ValueError(f"{dir / 'config.json'} holds no config")
     if meta.get('format') == 'bert-nb': return _load_v1(dir, meta, cls)
@@ -813,7 +810,9 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     weights = next((dir / f for f in ('model.safetensors', 'pytorch_model.bin') if (dir / f).is_file()), None)
     if weights is None: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {dir}")
     sd = (_read_safetensors if weights.suffix == '.safetensors' else _read_bin)(weights)
-    _check_weights(config, {k: tuple(v.shape) for k, v in hf_bert_encoder_sd(sd).items()}, weights)
+    keys = {_hf_key(k): v for k, v in sd.items()}  # keys not BERT's: load_hf_bert refuses or drops them
+    names = hf_encoder_names(_n_layers(keys))
+    _check_weights(config, {ours: tuple(keys[hf].shape) for hf, ours in names.items() if hf in keys}, weights)
     block = meta.get('bert_nb') if isinstance(meta.get('bert_nb'), dict) else {}  # what save_bert saved
     if cls is None:  # else: whatever has an MLM head
         head = any(_hf_key(k).startswith('cls.predictions.') for k in sd)
@@ -824,6 +823,33 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     if cls is BertForMLM: model = BertForMLM(config)
     else: model = BertEncoder(config, pooler=any(_hf_key(k) == POOLER_NAMES[0] for k in sd))
     return load_hf_bert(model, sd, strict=cls is BertForMLM if strict is None else strict).eval()
+
+# %% ../nbs/02_bert.ipynb #989ff75a
+def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:
+    """A BertForMLM or BertEncoder, in eval mode, from a model directory: one `save_bert` wrote, any
+    transformers BERT directory (safetensors, or a weights-only `pytorch_model.bin`), or an older bert-nb
+    one."""
+    if cls not in (None, BertEncoder, BertForMLM):
+        raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
+    dir = Path(dir)
+    for _ in range(100):  # a save swapped in another model while we read: read the new one
+        if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
+        if (at := _inode(dir)) is None:
+            if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
+                raise FileNotFoundError(f"no model directory at {dir}")
+            time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
+        try: model = _load_dir(dir, cls, strict)
+        except (ValueError, FileNotFoundError):
+            if _inode(dir) == at: raise
+            continue
+        if _inode(dir) == at: return model
+    raise ValueError(f"{dir} was replaced 100 times while it was read: saves in a loop?")
+
+def _inode(p: Path) -> tuple | None:
+    "Which directory `p` names now (a save puts a new one in its place), or None between a save's renames."
+    try: st = os.stat(p)
+    except FileNotFoundError: return None
+    return st.st_dev, st.st_ino
 
 from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
 

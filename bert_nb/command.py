@@ -7,7 +7,7 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, hashlib, json, math, os, resource, shutil, sys, time, warnings
+import argparse, copy, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer,
                               init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER, DEMO, REFIT,
                               _world, _broadcast, _gather, _masked, _step)
 from .data import TokenRows, prepare_data, load_data
-from .files import _read_json
+from .files import _read_json, _write_text, _stem
 
 # %% auto #0
 __all__ = ['LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
@@ -57,10 +57,25 @@ def weights_digest(model: nn.Module) -> str:
 
 # %% ../nbs/12_command.ipynb #37378fa1
 def _save_state(out: Path, state: dict):
-    "The resume checkpoint, written to a temporary file and renamed into place."
+    "The resume checkpoint, written to a temporary file and renamed into place (removed if writing fails)."
     tmp = out / 'resume.pt.tmp'
-    torch.save(state, tmp)
-    os.replace(tmp, out / 'resume.pt')
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, out / 'resume.pt')
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+def _claim(out: Path, a: RunArgs):
+    """Make `out` this run's before any work: new or empty, and its args.json, complete, linked into place
+    (a link fails if the name exists: of two runs started together on one directory, one gets it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()): raise ValueError(f"{out} exists and is not empty; choose another --out")
+    tmp = out.parent / f'.{_stem(out)}.args-{os.getpid()}'
+    _write_text(tmp, json.dumps(asdict(a), indent=2) + '\n')
+    try: os.link(tmp, out / 'args.json')
+    except FileExistsError: raise ValueError(f"{out} was taken by a run started at the same time") from None
+    finally: tmp.unlink()
 
 class MaskTally:
     "The run's own masks, counted for the mask-rate plot."
@@ -98,8 +113,16 @@ def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
     while not (d / 'meta.json').is_file(): time.sleep(0.2)  # a file, not a collective: no timeout to run out
     return d
 
+def _check_vocab(data: dict, a: RunArgs, resume: bool):
+    "Refuse, before training, data with nothing to mask, or whose vocabulary is not --init's."
+    if np.isin(data['held_rows'], special_ids(data['tok'])).all():  # e.g. a vocabulary of specials
+        raise ValueError(f"nothing to mask: the held-out rows of {data['dir']} are special tokens")
+    init = a.init and not resume and WordPieceTokenizer.from_vocab(find_model(a.init))
+    if init and data['tok'].tokens() != init.tokens():
+        raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
+
 def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
-    "This process's rows: every `world`-th row, from its rank on (views of one memory map, not copies)."
+    "This process's rows: every `world`-th row, from its rank on (a range over one file's rows, not a list)."
     shard = slice(rank, None, world)
     rows = data['rows'].subset(shard)
     if len(rows) == 0:
@@ -113,9 +136,10 @@ def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
 # %% ../nbs/12_command.ipynb #6a475bcc
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
-    def __init__(self, a: RunArgs, resume: bool, timeout: float = 300, say=print):
+    def __init__(self, a: RunArgs, resume: bool, timeout: float = 300, say=print, claim: bool = True):
         self.a, self.out, self.t_start = a, Path(a.out), time.time()
         self.rank, self.world = _world(timeout)
+        if claim and self.rank == 0: _claim(self.out, a)
         cuda = torch.cuda.is_available()
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
@@ -123,9 +147,7 @@ class _Run:
         self.data = load_data(_data_dir(a, self.out, resume, self.rank, say), a.max_len)
         self.prepare_s, self.t0 = round(time.time() - t, 1), time.time()  # --minutes counts training only
         self.tok = self.data['tok']
-        if a.init and not resume:
-            if self.tok.tokens() != WordPieceTokenizer.from_vocab(find_model(a.init)).tokens():
-                raise ValueError(f"the vocabulary of {self.data['dir']} is not the one of --init {a.init}")
+        _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
         self.model = _model(a, self.tok).to(self.device).train()
         self.cfg = self.model.config
@@ -162,9 +184,8 @@ def _start(r: _Run):
     r.set_total(min(steps))
     if r.rank == 0 and a.init:  # the shorter of the absolute path args.json keeps and the relative one
         print(f"starting from {min(a.init, os.path.relpath(a.init), key=len)}: {r.model.load_report}")
-    if r.rank == 0:
-        r.out.mkdir(parents=True, exist_ok=True); r.tok.save(r.out)
-        (r.out / 'args.json').write_text(json.dumps(asdict(a), indent=2) + '\n')
+    if r.rank == 0: r.tok.save(r.out)
+    r.batches.next_epoch()  # the first epoch's order: a cost of the start (first_step_s), not of the steps
     _checkpoint(r)  # at step 0: an interrupted run can always be resumed
 
 def _held_out(r: _Run) -> dict:
@@ -197,7 +218,12 @@ def _restore(r: _Run):
     need = {'step', 'total', 'tokens', 'metrics', 'model', 'opt', 'sched', 'ranks'}
     if not isinstance(ck, dict) or need - set(ck):
         raise ValueError(f"{p} is not a bert-nb resume checkpoint")
-    if len(ck['ranks']) != r.world:
+    counts = [ck[k] for k in ('step', 'total', 'tokens')]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts) or \
+       ck['step'] > ck['total'] or not isinstance(ck['metrics'], dict) or \
+       not all(isinstance(ck['metrics'].get(k), list) for k in ('train', 'eval')):
+        raise ValueError(f"{p} is not a bert-nb resume checkpoint (its step, total, tokens or metrics)")
+    if not isinstance(ck['ranks'], list) or len(ck['ranks']) != r.world:
         raise ValueError(f"{r.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
                          f"many (not {r.world}), so that every shard and stream continues")
     want = r.model.state_dict()
@@ -282,7 +308,7 @@ def _finish(r: _Run):
     save_bert(r.model, r.out / 'model', r.tok)
     tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
     write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
-    (r.out / 'metrics.json').write_text(json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
+    _write_text(r.out / 'metrics.json', json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
     if not r.metrics['learned']:
         budget = f"The {r.a.minutes:g}-minute budget allowed {r.step} steps here. " if r.a.minutes else ''
         warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not "
@@ -293,9 +319,11 @@ def _finish(r: _Run):
 # %% ../nbs/12_command.ipynb #b042a4f1
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
           timeout: float = 300) -> Path:
-    "Pretrain a BertForMLM as `a` says, writing to `a.out`; `resume=True` continues the run in `a.out`."
-    r = _Run(a, resume, timeout, say=print if progress else lambda s: None)
-    _restore(r) if resume else _start(r)
+    """Pretrain a BertForMLM as `a` says, writing to `a.out` (new or empty); `resume=True` continues the run
+    in `a.out` from its last checkpoint, or from the start if it stopped before its first."""
+    started = resume and (Path(a.out) / 'resume.pt').is_file()
+    r = _Run(a, started, timeout, say=print if progress else lambda s: None, claim=not resume)
+    _restore(r) if started else _start(r)
     _loop(r, stop_at, progress)
     if r.step < r.total:
         if r.rank == 0:
@@ -363,6 +391,10 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kw): super().__init__(*args, allow_abbrev=False, **kw)
     def error(self, message): raise UsageError(message)
 
+def _path(s: str) -> str:
+    if not s.strip(): raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return s
+
 def _int(lo: int, hi: int | None = None):
     def parse(s):
         try: v = int(s)
@@ -384,11 +416,14 @@ def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
 # %% ../nbs/12_command.ipynb #c1d2e321
 def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     "The `train` command's options, with RunArgs' defaults."
-    t.add_argument('--corpus', nargs='+', help='text files or directories of them, a document a line, '
+    t.add_argument('--corpus', type=_path, nargs='+',
+                   help='text files or directories of them, a document a line, '
                    'plain or gzip, bz2, xz; prepared into OUT/data first (default: the bundled KJV)')
-    t.add_argument('--data', metavar='DIR', help='a corpus prepared by bert-nb prepare (its vocabulary too)')
-    t.add_argument('--vocab', help='a vocab.txt to use instead of training one')
-    t.add_argument('--init', metavar='DIR', help='continue pretraining the model in DIR (bert-nb or '
+    t.add_argument('--data', type=_path, metavar='DIR',
+                   help='a corpus prepared by bert-nb prepare (its vocabulary too)')
+    t.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
+    t.add_argument('--init', type=_path, metavar='DIR',
+                   help='continue pretraining the model in DIR (bert-nb or '
                    'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
@@ -406,11 +441,11 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help='their amplitude')
     t.add_argument('--minutes', type=_float(0),
                    help=f'training budget (default {d.minutes:g} unless --steps)')
-    t.add_argument('--steps', type=_int(1), help='number of steps')
+    t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
     t.add_argument('--evals', type=_int(1, 10_000), default=d.evals, help='held-out evaluations over the run')
     t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
-    t.add_argument('--out', help='output directory (default runs/<timestamp>)')
-    t.add_argument('--resume', metavar='DIR', help='continue the interrupted run in DIR')
+    t.add_argument('--out', type=_path, help='output directory (default runs/<timestamp>)')
+    t.add_argument('--resume', type=_path, metavar='DIR', help='continue the interrupted run in DIR')
     t.add_argument('--stop-at', type=_int(1), metavar='STEP',
                    help='stop after STEP steps, resumable (for chunked runs)')
     t.add_argument('--quiet', action='store_true', help='no progress bar')
@@ -423,19 +458,21 @@ def _parser() -> _Parser:
     sub = p.add_subparsers(dest='cmd', required=True)
     _train_options(sub.add_parser('train', help='pretrain a BERT (the default command)'), RunArgs())
     f = sub.add_parser('fill', help='fill in the [MASK]s of a text')
-    f.add_argument('model_dir'); f.add_argument('text', nargs='?')
+    f.add_argument('model_dir', type=_path); f.add_argument('text', nargs='?')
     f.add_argument('--top-k', type=_int(1), default=5)
     f.add_argument('--heldout', type=_int(1), metavar='N',
                    help="instead of a text: hide one word in N of the run's held-out lines")
     r = sub.add_parser('prepare', help='tokenize a corpus once into token files, for train --data')
-    r.add_argument('--corpus', nargs='+', required=True, help='text files or directories of them')
-    r.add_argument('--out', required=True, help='the directory to write (must not exist)')
+    r.add_argument('--corpus', type=_path, nargs='+', required=True,
+                   help='text files or directories of them')
+    r.add_argument('--out', type=_path, required=True, help='the directory to write (must not exist)')
     r.add_argument('--vocab-size', type=_int(6), default=RunArgs.vocab_size)
-    r.add_argument('--vocab', help='a vocab.txt to use instead of training one')
+    r.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
     r.add_argument('--seed', type=_int(0, 2**64 - 1), default=RunArgs.seed, help='the held-out split\'s seed')
     e = sub.add_parser('eval', help='held-out MLM loss and masked-token accuracy')
-    e.add_argument('model_dir')
-    e.add_argument('--corpus', nargs='+', help='evaluate on these files (default: the run\'s held-out split)')
+    e.add_argument('model_dir', type=_path)
+    e.add_argument('--corpus', type=_path, nargs='+',
+                   help='evaluate on these files (default: the run\'s held-out split)')
     return p
 
 # %% ../nbs/12_command.ipynb #34ffdf31
@@ -445,9 +482,7 @@ _MODEL = {'--vocab', '--vocab-size', '--d-model', '--layers', '--heads', '--d-ff
 
 def _read_args(path: Path) -> RunArgs:
     "A run's settings from its args.json, every key and type checked."
-    try: d = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path} is not readable JSON: {e}") from None
+    d = _read_json(path)
     if not isinstance(d, dict): raise ValueError(f"{path} holds a {type(d).__name__}, not run settings")
     unknown = sorted(set(d) - {f.name for f in fields(RunArgs)})
     if unknown: raise ValueError(f"{path} has unknown setting(s) {unknown}")
@@ -458,11 +493,20 @@ def _read_args(path: Path) -> RunArgs:
         v = d.get(f.name, getattr(RunArgs, f.name, None))
         if f.name in d and (not isinstance(v, types) or isinstance(v, bool) and bool not in types):
             raise ValueError(f"{path}: {f.name} must be {f.type}, got {v!r}")
+    if not all(isinstance(c, str) and c for c in d.get('corpus', [])):
+        raise ValueError(f"{path}: corpus must be a list of paths, got {d['corpus']!r:.80}")
+    options = _Parser(); _train_options(options, RunArgs())
+    for act in options._actions:  # the ranges the command line checks, by the same parsers
+        v = d.get(act.dest)
+        if callable(act.type) and v is not None:
+            try: act.type(str(v))
+            except argparse.ArgumentTypeError as e: raise ValueError(f"{path}: {act.dest} {e}") from None
     return RunArgs(**d)
 
 # %% ../nbs/12_command.ipynb #64b22bc2
 def _check_out(out: Path):
     "--out must be a directory this process can create or write; checked before anything is written."
+    if out.is_symlink() and not out.exists(): raise UsageError(f"--out {out} is a symlink to nothing")
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty; choose another --out, or --resume it")
@@ -471,15 +515,26 @@ def _check_out(out: Path):
     if not p.is_dir(): raise UsageError(f"--out {out} is under {p}, which is a file")
     if not os.access(p, os.W_OK | os.X_OK): raise UsageError(f"--out {out}: {p} is not writable")
 
+def _memory_limit() -> int:
+    "Bytes this process may use: the least of the machine's memory, `ulimit -v` and the cgroup's limit."
+    limits = [os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')]
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY: limits.append(soft)
+    for f in ('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'):  # v2, v1
+        try: limits.append(int(Path(f).read_text()))
+        except (OSError, ValueError): pass  # none, or 'max'
+    return min(limits)
+
 def _check_size(a: RunArgs, vocab: int):
     "Refuse a model and batch that cannot fit in this machine's memory, before anything is built."
     d, f, L, T, B = a.d_model, a.d_ff, a.layers, a.max_len, a.batch_size
     params = (vocab + T + 2) * d + L * (4 * d * d + 2 * d * f + 9 * d + f) + d * d + 4 * d + vocab
     need = 16 * params + 4 * B * T * L * (12 * d + 3 * f)  # weights, gradients, Adam's moments; activations
-    have = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    have = _memory_limit()
     if need > have:
         raise UsageError(f"the model ({params:,} parameters) and a batch would need about "
-                         f"{need / 2**30:,.1f} GiB, more than this machine's {have / 2**30:,.1f} GiB: "
+                         f"{need / 2**30:,.1f} GiB, more than the {have / 2**30:,.1f} GiB this process may "
+                         "use (memory, ulimit -v, cgroup): "
                          "choose a smaller --d-model, --d-ff, --layers, --max-len, --batch-size "
                          "or --vocab-size")
 
@@ -489,12 +544,12 @@ def _resume_args(ns) -> tuple[RunArgs, int]:
     extra = sorted(ns.given - _WITH_RESUME)
     if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
     out = Path(ns.resume)
-    if not (out / 'args.json').is_file() or not (out / 'resume.pt').is_file():
-        raise UsageError(f"{out} holds no resumable run (no args.json and resume.pt)")
+    if not (out / 'args.json').is_file(): raise UsageError(f"{out} holds no run (no args.json)")
     if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
     a = _read_args(out / 'args.json')
     a.out = str(out)  # the directory given: a copy of a run resumes in the copy
-    return a, len(WordPieceTokenizer.from_vocab(out / 'vocab.txt'))
+    vocab = out / 'vocab.txt' if (out / 'vocab.txt').is_file() else a.vocab  # none yet: from the start
+    return a, len(WordPieceTokenizer.from_vocab(vocab)) if vocab else a.vocab_size
 
 def _take_init(ns):
     "`--init DIR`: the checkpoint's vocabulary and sizes replace those options, which must not be given."
@@ -530,13 +585,24 @@ def _new_args(ns) -> tuple[RunArgs, int]:
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
                 sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
-                evals=ns.evals, seed=ns.seed, out=ns.out or f"runs/{datetime.now():%Y%m%d-%H%M%S}")
+                evals=ns.evals, seed=ns.seed, out=ns.out)
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
     vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
-    _check_out(Path(a.out))
+    if a.out is None and int(os.environ.get('WORLD_SIZE', 1)) > 1:
+        raise UsageError("under torchrun, give --out: every process must write to the same directory")
+    if a.out is not None and int(os.environ.get('RANK', 0)) == 0: _check_out(Path(a.out))  # rank 0 writes
     return a, vocab
+
+def _fresh_out() -> str:
+    "runs/<date>-<time>, made here by an atomic mkdir: runs started in the same second get -2, -3, ..."
+    base = f"runs/{datetime.now():%Y%m%d-%H%M%S}"
+    Path('runs').mkdir(exist_ok=True)
+    for k in itertools.count(1):
+        try: os.mkdir(out := base if k == 1 else f'{base}-{k}')
+        except FileExistsError: continue
+        return out
 
 # %% ../nbs/12_command.ipynb #10b2f3e9
 def _train_cmd(ns) -> int:
@@ -545,7 +611,8 @@ def _train_cmd(ns) -> int:
                     d_ff=a.d_ff, dropout=a.dropout)
     except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
     _check_size(a, vocab)
-    created = not Path(a.out).exists()
+    created = a.out is None or not Path(a.out).exists()
+    if a.out is None: a.out = _fresh_out()
     try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet, timeout=ns.timeout)
     except KeyboardInterrupt:
         if (Path(a.out) / 'resume.pt').is_file():
@@ -624,6 +691,8 @@ def _fill_cmd(ns) -> int:
         print(f"the hidden word is in the top {ns.top_k} for {hits} of {len(blanks)} held-out lines")
         return 0
     if ns.text is None: raise UsageError("fill needs a text with [MASK] (or --heldout N)")
+    try: ns.text.encode('utf-8')
+    except UnicodeEncodeError: raise UsageError("the text is not UTF-8") from None  # bytes the shell passed
     for k, top in enumerate(fill(model, tok, ns.text, ns.top_k)):
         print(f"[MASK] {k + 1}: " + '  '.join(f'{t} {p:.3f}' for t, p in top))
     return 0
@@ -633,13 +702,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {'train': _train_cmd, 'prepare': _prepare_cmd, 'fill': _fill_cmd, 'eval': _eval_cmd}
     if not argv or argv[0] not in (*commands, '-h', '--help'): argv = ['train'] + argv
-    try:
-        ns = _parser().parse_args(argv)
-        ns.given = {t.split('=')[0] for t in argv if t.startswith('--')}
-        return commands[ns.cmd](ns)
-    except (UsageError, ValueError, FileNotFoundError) as e:
-        print(f"bert-nb: error: {e}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():  # a warning is one line, without the source line that raised it
+        warnings.showwarning = lambda m, *_, **__: print(f"bert-nb: warning: {m}", file=sys.stderr)
+        try:
+            ns = _parser().parse_args(argv)
+            ns.given = {t.split('=')[0] for t in argv if t.startswith('--')}
+            return commands[ns.cmd](ns)
+        except BrokenPipeError:  # the reader left (`| head`): say nothing more, to anyone
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        except (UsageError, ValueError, TypeError, OSError) as e:  # OSError: a full disk, say
+            print(f"bert-nb: error: {e}", file=sys.stderr)
+            return 2
 
 # %% ../nbs/12_command.ipynb #19e75c99
 #| eval: false

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_data.ipynb #d0da0012
 from __future__ import annotations
-import hashlib, itertools, json, os, shutil, tempfile, time
+import hashlib, itertools, json, os, shutil, tempfile, time, weakref
 from pathlib import Path
 import numpy as np
 import torch
@@ -12,13 +12,13 @@ import torch.nn as nn
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids, _check_p, _check_int, _check_shares
-from .files import corpus_files, corpus_lines, _read_json
+from .files import corpus_files, corpus_lines, _read_json, _like, _stem
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import held_mask
 
 # %% auto #0
 __all__ = ['CHUNK', 'HELD_ROWS', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'prepare_data', 'TokenRows',
-           'load_data']
+           'load_data', 'plot_memory']
 
 # %% ../nbs/10_data.ipynb #28ac195f
 def batch_stream(keys: list[str]) -> int:
@@ -37,19 +37,39 @@ def _features(tok: WordPieceTokenizer, examples, max_len: int) -> list[dict]:
     return [{**(e if isinstance(e, dict) else {}), 'input_ids': x.ids, 'token_type_ids': x.type_ids}
             for e, x in zip(examples, encs)]
 
-def _padded(feats: list[dict], pad_id: int, max_len: int, multiple: int):
-    "(ids, token types, word ids (-1: none), lengths): the features padded to a multiple of `multiple`."
-    lens = [len(f['input_ids']) for f in feats]
+# %% ../nbs/10_data.ipynb #631c9617
+def _ints(i: int, name: str, x, vocab: int | None = None) -> np.ndarray:
+    "Example i's `name` as int64: a flat sequence of ints (plain, NumPy or torch), in [0, vocab) if given."
+    try: a = np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x)
+    except ValueError: a = np.zeros((0, 0))  # ragged
+    if a.ndim != 1 or a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+        raise TypeError(f"example {i}: {name} must be a flat sequence of ints, got {x!r:.80}")
+    if vocab is not None and a.size and not (0 <= a.min() and a.max() < vocab):
+        bad = a.min() if a.min() < 0 else a.max()
+        raise ValueError(f"example {i}: {name} must be in [0, {vocab}), got {bad}")
+    return a.astype(np.int64)
+
+def _padded(feats: list[dict], tok: WordPieceTokenizer, max_len: int, multiple: int):
+    "(ids, token types, word ids (-1: none), the rows that gave word ids, lengths), padded to `multiple`s."
+    rows = [_ints(i, 'input_ids', f['input_ids'], len(tok)) for i, f in enumerate(feats)]
+    lens = [len(r) for r in rows]
     if max(lens) > max_len:
         raise ValueError(f"an example has {max(lens)} tokens, more than max_len={max_len}")
     T = -(-max(lens) // multiple) * multiple
-    ids = np.full((len(feats), T), pad_id, np.int64)
+    ids = np.full((len(feats), T), tok.pad_id, np.int64)
     types, words = np.zeros_like(ids), np.full_like(ids, -1)
+    given = np.array([f.get('word_ids') is not None for f in feats])
     for r, f in enumerate(feats):
-        ids[r, :lens[r]] = f['input_ids']
-        if f.get('token_type_ids') is not None: types[r, :lens[r]] = f['token_type_ids']
-        if f.get('word_ids') is not None: words[r, :lens[r]] = [-1 if w is None else w for w in f['word_ids']]
-    return ids, types, words, lens
+        ids[r, :lens[r]] = rows[r]
+        for key, out in (('token_type_ids', types), ('word_ids', words)):
+            if f.get(key) is None: continue
+            x = f[key]
+            if key == 'word_ids' and isinstance(x, (list, tuple)): x = [-1 if w is None else w for w in x]
+            v = _ints(r, key, x)
+            if len(v) != lens[r]:
+                raise ValueError(f"example {r}: {key} has {len(v)} entries, input_ids {lens[r]}")
+            out[r, :lens[r]] = v
+    return ids, types, words, given, lens
 
 # %% ../nbs/10_data.ipynb #347a510f
 class MLMCollator:
@@ -70,11 +90,12 @@ class MLMCollator:
     def __call__(self, examples) -> dict[str, torch.Tensor]:
         if not len(examples): raise ValueError("a batch needs at least one example")
         feats = _features(self.tok, examples, self.max_len)
-        ids, types, words, lens = _padded(feats, self.tok.pad_id, self.max_len, self.multiple)
+        ids, types, words, given, lens = _padded(feats, self.tok, self.max_len, self.multiple)
         special = np.isin(ids, self.specials)
-        if self.whole_word and all(f.get('word_ids') is None for f in feats):
-            words = np.cumsum(~self.piece[ids] | special, axis=1)  # a word starts at every token without ##
-        keys = [str(f['key']) if 'key' in f else ','.join(map(str, f['input_ids'])) for f in feats]
+        if self.whole_word:  # a row without word_ids: a word starts at every token without ##
+            words = np.where(given[:, None], words, np.cumsum(~self.piece[ids] | special, axis=1))
+        keys = [str(f['key']) if 'key' in f else ','.join(map(str, ids[r, :lens[r]].tolist()))
+                for r, f in enumerate(feats)]  # the same key whatever container held the ids
         inputs, labels = mlm_mask(ids, special, self.tok.mask_id, len(self.tok), self.p,
                                   PCG32(self.seed, batch_stream(keys)), shares=self.shares,
                                   word_ids=words if self.whole_word else None)
@@ -106,6 +127,9 @@ class _Epochs(torch.utils.data.Sampler):
 def mlm_loader(data, collator: MLMCollator, batch_size: int, *, shuffle: bool = True, seed: int = 0,
                **kw) -> torch.utils.data.DataLoader:
     "A DataLoader of `data` whose batches mask afresh each epoch, the same for any number of workers."
+    if not (hasattr(data, '__len__') and hasattr(data, '__getitem__')):
+        raise TypeError(f"data must be a sized, indexable dataset (a list, a datasets.Dataset), "
+                        f"got {type(data).__name__}")
     sampler = _Epochs(len(data), shuffle, seed)
     return torch.utils.data.DataLoader(_Keyed(data), batch_size, sampler=sampler, collate_fn=collator, **kw)
 
@@ -172,8 +196,9 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
     held = held_mask(n, seed)
     tok = _vocab(files, held, vocab_size, vocab, say)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{out.name}.tmp-', dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(out)}.tmp-', dir=out.parent))
     try:
+        _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
         t, dtype = time.time(), np.dtype('<u2' if len(tok) <= 2**16 else '<u4')
         made = _tokenize(tok, corpus_lines(files), held, tmp, dtype)
         n_tok = made['tokens']
@@ -195,24 +220,41 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
     return out
 
 # %% ../nbs/10_data.ipynb #42bc12d6
+class _TokenFile:
+    "A token file as a stream: `f[a:b]` reads tokens a to b with `pread`."
+    def __init__(self, path: Path, dtype: np.dtype):
+        self.fd, self.dtype = os.open(path, os.O_RDONLY), dtype
+        weakref.finalize(self, os.close, self.fd)
+        self.n = os.fstat(self.fd).st_size // dtype.itemsize
+    def __len__(self) -> int: return self.n
+    def __getitem__(self, s: slice) -> np.ndarray:
+        a, b, _ = s.indices(self.n)
+        return np.frombuffer(os.pread(self.fd, max(b - a, 0) * self.dtype.itemsize, a * self.dtype.itemsize),
+                             self.dtype)
+
 class TokenRows:
     "The rows of `max_len` tokens `pack_rows` cuts from a token stream, built a batch at a time by `take`."
-    def __init__(self, stream: np.ndarray, max_len: int, tok: WordPieceTokenizer,
-                 which: np.ndarray | None = None):
+    def __init__(self, stream: np.ndarray | _TokenFile, max_len: int, tok: WordPieceTokenizer,
+                 which: range | None = None):
         self.stream, self.T, self.tok, self.body = stream, max_len, tok, max_len - 2
-        self.which = np.arange(max(1, -(-len(stream) // self.body))) if which is None else which
+        self.which = range(max(1, -(-len(stream) // self.body))) if which is None else which  # no list
 
     def __len__(self) -> int: return len(self.which)
-    def subset(self, which) -> TokenRows: return TokenRows(self.stream, self.T, self.tok, self.which[which])
+    def subset(self, which: slice) -> TokenRows:
+        return TokenRows(self.stream, self.T, self.tok, self.which[which])
 
     def take(self, idx) -> tuple[np.ndarray, np.ndarray]:
         "(ids (B, max_len) int64, lengths (B,)) of rows `idx`: [CLS], the row's tokens, [SEP], [PAD]s."
-        pos = self.which[np.asarray(idx)][:, None] * self.body + np.arange(self.body)
-        real = pos < len(self.stream)
-        ids = np.full((len(pos), self.T), self.tok.pad_id, np.int64)
+        idx = np.asarray(idx, np.int64)
+        if idx.size and not (0 <= idx.min() and idx.max() < len(self)):
+            raise IndexError(f"row {idx.min() if idx.min() < 0 else idx.max()} of {len(self)} rows")
+        starts = (self.which.start + self.which.step * idx) * self.body
+        ids = np.full((len(starts), self.T), self.tok.pad_id, np.int64)
+        lens = np.empty(len(starts), np.int64)
+        for r, a in enumerate(starts.tolist()):
+            row = self.stream[a:a + self.body]
+            ids[r, 1:len(row) + 1], lens[r] = row, len(row) + 2
         ids[:, 0] = self.tok.cls_id
-        ids[:, 1:-1] = np.where(real, self.stream[np.minimum(pos, len(self.stream) - 1)], self.tok.pad_id)
-        lens = real.sum(1) + 2
         ids[np.arange(len(ids)), lens - 1] = self.tok.sep_id
         return ids, lens
 
@@ -233,15 +275,30 @@ def _check_data(d: Path, meta: dict):
         raise ValueError(f"{d / 'vocab.txt'} is missing or changed since it was prepared")
 
 def load_data(path: str | os.PathLike, max_len: int) -> dict:
-    "A prepared directory: its tokenizer, training rows (a memory map), a fixed held-out sample, its meta."
+    "A prepared directory: its tokenizer, training rows (read as needed), a fixed held-out sample, its meta."
     d = Path(path)
     if not (d / 'meta.json').is_file():
         raise ValueError(f"{d} is not prepared data (no meta.json): run `bert-nb prepare --out {d}` first")
     meta = _read_json(d / 'meta.json')
     _check_data(d, meta)
     tok = WordPieceTokenizer.from_vocab(d / 'vocab.txt')
-    rows, held = (TokenRows(np.memmap(d / f'{s}.bin', np.dtype(meta['dtype']), 'r'), max_len, tok)
+    rows, held = (TokenRows(_TokenFile(d / f'{s}.bin', np.dtype(meta['dtype'])), max_len, tok)
                   for s in ('train', 'held'))
     pick = np.unique(np.linspace(0, len(held) - 1, min(HELD_ROWS, len(held))).round().astype(np.int64))
     held_rows, held_lens = held.take(pick)
     return dict(tok=tok, rows=rows, held_rows=held_rows, held_lens=held_lens, meta=meta, dir=d)
+
+# %% ../nbs/10_data.ipynb #b8584e4d
+def plot_memory(bench: dict):
+    "Peak memory over corpus size as `bench/data.py --save` wrote it: in memory, and with token files."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    mem = {float(k): v for k, v in bench['in_memory'].items()}
+    files = {float(k.split()[0]): v for k, v in bench['token_files'].items()}
+    ax.plot(list(mem), list(mem.values()), 'o-', label='in memory: read, split, vocabulary, pack')
+    ax.plot(list(files), [r['prepare_peak_mb'] for r in files.values()], 's-', label='bert-nb prepare')
+    ax.plot(list(files), [r['peak_mb'] for r in files.values()], '^-', label='bert-nb train --data')
+    ax.set(xscale='log', yscale='log', xlabel='corpus (MiB of text)', ylabel='peak resident memory (MiB)',
+           title=f"bench/data.py, {bench['date']}")
+    ax.legend(fontsize=9)
+    return fig

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import bz2, ctypes, gzip, io, json, lzma, os, re, shutil, tempfile
+import bz2, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
 from pathlib import Path
 import torch
 from safetensors.torch import load_file
@@ -13,11 +13,26 @@ from safetensors.torch import load_file
 __all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
 
 # %% ../nbs/11_files.ipynb #f11e0015
+def _constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
 def _read_json(path: Path) -> dict:
+    "A JSON file's value; anything that is not strict JSON (NaN, Infinity), or too deep or long, is refused."
     if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
-    try: return json.loads(path.read_text(encoding='utf-8'))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from None
+    try: return json.loads(path.read_text(encoding='utf-8'), parse_constant=_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
+        why = 'nested too deeply' if isinstance(e, RecursionError) else e
+        raise ValueError(f"{path} is not valid JSON: {why}") from None
+
+def _write_text(path: Path, text: str):
+    "Write `path` whole or not at all: a temporary file beside it, renamed over it (removed if that fails)."
+    tmp = path.with_name(f'.{_stem(path)}.tmp-{os.getpid()}')
+    try:
+        tmp.write_text(text, encoding='utf-8')
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 def _read_safetensors(path: Path) -> dict:
     if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
@@ -31,9 +46,9 @@ def _read_bin(path: Path) -> dict:
     except Exception as e:
         raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
                          f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
-    tensors = isinstance(sd, dict) and all(isinstance(v, torch.Tensor) for v in sd.values())
-    if not tensors:
-        raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors")
+    tensors = isinstance(sd, dict) and all(isinstance(v, torch.Tensor) and not v.is_meta for v in sd.values())
+    if not tensors:  # a meta tensor has a shape and no values
+        raise ValueError(f"{path} holds a {type(sd).__name__}, not a state dict of tensors with values")
     return sd
 
 # %% ../nbs/11_files.ipynb #5b6819a7
@@ -82,13 +97,23 @@ def _alive(pid: int) -> bool:
     except PermissionError: pass
     return True
 
+def _stem(path: Path) -> str:
+    "The name a temporary sibling of `path` starts from: its own, or a digest of a name too long to extend."
+    return path.name if len(path.name) <= 200 else hashlib.sha256(path.name.encode()).hexdigest()[:32]
+
+def _saves(dir: Path) -> list[tuple[Path, str, bool]]:
+    "(path, tmp|new|old, its process alive) for each directory a save of `dir` left or is writing beside it."
+    dir = Path(os.path.abspath(dir))
+    if not dir.parent.is_dir(): return []
+    pat = re.compile(rf'\.{re.escape(_stem(dir))}\.(tmp|new|old)-(\d+)-\w+')
+    return [(p, m[1], _alive(int(m[2]))) for p in dir.parent.iterdir() if (m := pat.fullmatch(p.name))]
+
 def _recover(dir: Path):
     "Tidy what killed saves left beside `dir`: finish a swap cut between its two renames; drop the rest."
     dir = Path(os.path.abspath(dir))
-    if not dir.parent.is_dir(): return
-    pat = re.compile(rf'\.{re.escape(dir.name)}\.(tmp|new|old)-(\d+)-\w+')
-    left = [(p, m[1]) for p in dir.parent.iterdir() if (m := pat.fullmatch(p.name)) and not _alive(int(m[2]))]
-    done = sorted((p for p, kind in left if kind == 'new'), key=lambda p: p.stat().st_mtime)
+    left = [(p, kind) for p, kind, alive in _saves(dir) if not alive]
+    done = sorted((p for p, kind in left if kind == 'new' and (p / 'config.json').is_file()),  # a save's
+                  key=lambda p: p.stat().st_mtime)
     if done and not dir.exists(): os.rename(done.pop(), dir)  # complete, and about to be renamed into place
     for p, _ in left:
         if p.exists(): shutil.rmtree(p, ignore_errors=True)
@@ -96,6 +121,12 @@ def _recover(dir: Path):
 # %% ../nbs/11_files.ipynb #0a7f4a55
 MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.txt', 'tokenizer.json',
                'tokenizer_config.json', 'special_tokens_map.json'}  # what a save replaces
+
+def _like(tmp: Path, dir: Path):
+    "Give `tmp` (a mkdtemp: mode 0700) the mode of the directory it replaces, or the umask's for a new one."
+    if dir.is_dir(): mode = stat.S_IMODE(dir.stat().st_mode)
+    else: umask = os.umask(0); os.umask(umask); mode = 0o777 & ~umask
+    os.chmod(tmp, mode)
 
 def _exchange(a: Path, b: Path) -> bool:
     "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the OS or filesystem cannot."
@@ -109,16 +140,17 @@ def _write_dir(dir: Path, write) -> Path:
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
     `dir` that are not the model's (MODEL_FILES) are kept. A symlinked `dir` saves into its target."""
     dir = Path(dir)
-    if dir.is_symlink(): dir = dir.resolve()
-    dir = Path(os.path.abspath(dir))
+    try: dir = Path(os.path.abspath(dir.resolve() if dir.is_symlink() else dir))
+    except (RuntimeError, OSError) as e: raise ValueError(f"{dir}: {e}") from None  # a symlink loop
     if dir.exists() and not dir.is_dir(): raise ValueError(f"{dir} exists and is not a directory")
     if Path.cwd().is_relative_to(dir):
         raise ValueError(f"{dir} is (or holds) the current directory, which a save cannot swap out: "
                          "save to a directory below it")
     dir.parent.mkdir(parents=True, exist_ok=True)
     _recover(dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{dir.name}.tmp-{os.getpid()}-', dir=dir.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(dir)}.tmp-{os.getpid()}-', dir=dir.parent))
     try:
+        _like(tmp, dir)
         write(tmp)
         for name in (set(os.listdir(dir)) - MODEL_FILES - set(os.listdir(tmp)) if dir.is_dir() else ()):
             src = dir / name  # kept: hard links, so nothing is copied and the files stay the same files
@@ -135,6 +167,11 @@ def _write_dir(dir: Path, write) -> Path:
         else:  # no RENAME_EXCHANGE here: two renames; a kill between them is finished by _recover
             old = tmp.with_name(tmp.name.replace('.new-', '.old-'))
             os.rename(dir, old); os.rename(tmp, dir); shutil.rmtree(old)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno not in (errno.EBUSY, errno.EXDEV): raise
+        raise ValueError(f"{dir} is a mount point, or holds one, which a save cannot swap out: save to a "
+                         "directory inside it") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -15,6 +15,7 @@ from .rng import PCG32, belows
 from .files import corpus_files, corpus_lines
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, mlm_mask, special_ids, load_bert
+from .rng import _check_int as _an_int
 
 # %% auto #0
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'held_mask',
@@ -35,10 +36,10 @@ REFIT = 100  # a --minutes run refits its step count to the budget after this ma
 def shuffle(n: int, rng: PCG32) -> np.ndarray:
     "A Fisher-Yates permutation of range(n): for i from n - 1 down to 1, swap i with rng.below(i + 1)."
     idx, i = array.array('q', range(n)), n - 1  # 8 bytes a row, not a Python int each
-    for k in range(0, n - 1, 1 << 20):  # a million draws at once, then their swaps in order
-        for j in belows(rng, np.arange(n - k, max(n - k - (1 << 20), 1), -1)).tolist():
+    for k in range(0, n - 1, 1 << 16):  # 65,536 draws at once, then their swaps in order
+        for j in belows(rng, np.arange(n - k, max(n - k - (1 << 16), 1), -1)).tolist():
             idx[i], idx[j] = idx[j], idx[i]; i -= 1
-    return np.frombuffer(idx, np.int64).copy()
+    return np.frombuffer(idx, np.int64)  # a view: the array stays alive as its base
 
 def held_mask(n: int, seed: int, held_frac: float = 0.02) -> np.ndarray:
     "Which of n lines are held out: the first max(1, round(held_frac * n)) of a PCG32(seed, SPLIT) shuffle."
@@ -85,7 +86,8 @@ class Batches:
         self.n, self.b, self.rng = n_rows, batch_size, rng
         self.start, self.perm, self.pos = [rng.state, rng.inc], np.zeros(0, np.int64), 0
 
-    def _epoch(self):
+    def next_epoch(self):
+        "Draw the next epoch's order now (`next` does when an epoch ends)."
         self.start = [self.rng.state, self.rng.inc]  # the generator before this epoch's permutation
         self.perm, self.pos = shuffle(self.n, self.rng), 0
 
@@ -93,7 +95,7 @@ class Batches:
         out = self.perm[self.pos:self.pos + self.b]
         self.pos += len(out)
         while len(out) < self.b:  # the epoch ends inside this batch: the next epoch fills it
-            self._epoch()
+            self.next_epoch()
             self.pos = self.b - len(out)
             out = np.concatenate([out, self.perm[:self.pos]])
         return out
@@ -102,7 +104,7 @@ class Batches:
     def load(self, s: dict):
         if 'start' not in s: raise ValueError("the batch order was saved by an older bert-nb (a row list)")
         self.rng.state, self.rng.inc = s['start']
-        if s['drawn']: self._epoch()  # the same permutation, from the same generator
+        if s['drawn']: self.next_epoch()  # the same permutation, from the same generator
         self.pos = s['pos']
 
 # %% ../nbs/03_pretrain.ipynb #693596c8
@@ -133,7 +135,8 @@ def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens:
         total += F.cross_entropy(logits.float(), y, reduction='sum').item()
         correct += (logits.argmax(-1) == y).sum().item(); n += len(y)
     model.train(was_training)
-    return dict(loss=total / max(n, 1), acc=correct / max(n, 1), n=n)
+    if n == 0: raise ValueError("nothing to evaluate: the rows hold no token that is not special")
+    return dict(loss=total / n, acc=correct / n, n=n)
 
 # %% ../nbs/03_pretrain.ipynb #15bb7556
 def find_model(path: str | os.PathLike) -> Path:
@@ -145,16 +148,27 @@ def find_model(path: str | os.PathLike) -> Path:
     raise ValueError(f"{p} is not a bert-nb model or run directory, nor a transformers one (no config.json "
                      "with model.safetensors or pytorch_model.bin)")
 
+def _same_vocab(d: Path, model: BertForMLM) -> WordPieceTokenizer:
+    "The directory's tokenizer, refused unless it has a token for each row of the model's word table."
+    tok = WordPieceTokenizer.from_vocab(d)
+    if len(tok) != model.config.vocab:
+        raise ValueError(f"{d}: its vocabulary has {len(tok):,} tokens but its word table "
+                         f"{model.config.vocab:,} rows")
+    return tok
+
 def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]:
     "The BertForMLM and its tokenizer from a model or run directory."
     d = find_model(path)
-    return load_bert(d, cls=BertForMLM), WordPieceTokenizer.from_vocab(d)
+    model = load_bert(d, cls=BertForMLM)
+    return model, _same_vocab(d, model)
 
 def init_model(path: str | os.PathLike) -> BertForMLM:
     "The BertForMLM a run continues from (`--init`): any model directory; an MLM head it lacks starts fresh."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
-        return load_bert(find_model(path), BertForMLM, strict=False).train()
+        model = load_bert(find_model(path), BertForMLM, strict=False).train()
+    _same_vocab(find_model(path), model)
+    return model
 
 # %% ../nbs/03_pretrain.ipynb #0a6b5352
 @torch.no_grad()
@@ -164,9 +178,12 @@ def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
     ids = tok.encode(text)[1:-1]
     at = [i for i, t in enumerate(ids) if t == tok.mask_id]
     if not at: raise ValueError(f"text has no [MASK]: {text!r}")
-    words = len(tok) - len(special_ids(tok))
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= words:
+    words, top_k = len(tok) - len(special_ids(tok)), _an_int('top_k', top_k)  # NumPy's ints too
+    if not 1 <= top_k <= words:
         raise ValueError(f"top_k must be in [1, {words}] (the words of the vocabulary), got {top_k!r}")
+    if model.config.max_len < 3:
+        raise ValueError(f"the model has {model.config.max_len} positions: none for a token between "
+                         "[CLS] and [SEP]")
     L, device = model.config.max_len - 2, next(model.parameters()).device
     starts = [min(max(0, i - L // 2), max(0, len(ids) - L)) for i in at]  # around the blank, in the text
     windows = torch.tensor([[tok.cls_id] + ids[s:s + L] + [tok.sep_id] for s in starts], device=device)

@@ -8,15 +8,17 @@ import heapq, itertools, json, os
 from collections import Counter, defaultdict
 from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from .files import _read_json
 
 # %% auto #0
-__all__ = ['SPECIALS', 'WordPieceTokenizer', 'word_counts', 'merges', 'train_vocab', 'plot_merges']
+__all__ = ['SPECIALS', 'MAX_WORD', 'WordPieceTokenizer', 'word_counts', 'merges', 'train_vocab', 'plot_merges']
 
 # %% ../nbs/01_wordpiece.ipynb #b8133d3d
 SPECIALS = ('[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]')
+MAX_WORD = 100  # characters: a longer word is one [UNK]
 
 def _pipeline(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
-    model = models.WordPiece(vocab, unk_token='[UNK]', max_input_chars_per_word=100) if vocab else \
+    model = models.WordPiece(vocab, unk_token='[UNK]', max_input_chars_per_word=MAX_WORD) if vocab else \
             models.WordPiece(unk_token='[UNK]')
     tok = Tokenizer(model)
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
@@ -39,6 +41,7 @@ def _vocab(tokens: list[str], source: str) -> dict[str, int]:
     "{token: id} for `tokens` in id order: every token once, the five specials among them."
     vocab, twice = {}, {}
     for i, t in enumerate(tokens):
+        if not isinstance(t, str): raise TypeError(f"{source}: token {i} must be a str, got {t!r:.60}")
         if t in vocab: twice.setdefault(t, [vocab[t]]).append(i)
         vocab.setdefault(t, i)
     if twice:  # a second id for a token would shift every id after it on the next save
@@ -50,14 +53,19 @@ def _vocab(tokens: list[str], source: str) -> dict[str, int]:
 
 def _json_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, str]:
     "(tokens, lowercase, source): the WordPiece vocabulary and lower-casing of a transformers tokenizer.json."
-    try: spec = json.loads(path.read_text(encoding='utf-8'))
-    except (ValueError, UnicodeDecodeError) as e: raise ValueError(f"{path} is not valid JSON: {e}") from None
+    spec = _read_json(path)
     model = spec.get('model') if isinstance(spec, dict) else None
     vocab = model.get('vocab') if isinstance(model, dict) and model.get('type') == 'WordPiece' else None
     if not isinstance(vocab, dict): raise ValueError(f"{path} holds no WordPiece vocabulary")
-    if lowercase is None: lowercase = bool((spec.get('normalizer') or {}).get('lowercase', True))
+    ids = sorted(i if isinstance(i, int) and not isinstance(i, bool) else -1 for i in vocab.values())
+    if ids != list(range(len(vocab))):  # renumbering would give every later token another id
+        raise ValueError(f"{path}: the vocabulary's ids must be the integers 0 to {len(vocab) - 1}, "
+                         "each once")
+    norm = spec.get('normalizer')
+    if lowercase is None: lowercase = bool(norm.get('lowercase', True)) if isinstance(norm, dict) else True
     return sorted(vocab, key=vocab.get), lowercase, str(path)
 
+# %% ../nbs/01_wordpiece.ipynb #ea6f6e51
 def _vocab_size(n) -> int:
     if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"vocab_size must be an int, got {n!r}")
     if n < len(SPECIALS): raise ValueError(f"vocab_size must be >= {len(SPECIALS)}, got {n}")
@@ -66,12 +74,15 @@ def _vocab_size(n) -> int:
 # %% ../nbs/01_wordpiece.ipynb #3677b8b1
 def _read_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, str]:
     "(tokens, lowercase, source) of a vocab.txt, or of a model directory: its vocab.txt, else tokenizer.json."
+    if lowercase is not None and not isinstance(lowercase, bool):
+        raise TypeError(f"lowercase must be True, False or None, got {lowercase!r}")
     if path.is_dir():
         conf = path / 'tokenizer_config.json'
         if lowercase is None and conf.is_file():
-            try: lowercase = bool(json.loads(conf.read_text(encoding='utf-8')).get('do_lower_case', True))
-            except (ValueError, AttributeError) as e:
-                raise ValueError(f"{conf} is not a tokenizer config: {e}") from None
+            c = _read_json(conf)
+            if not isinstance(c, dict) or not isinstance(c.get('do_lower_case', True), bool):
+                raise ValueError(f"{conf} is not a tokenizer config (do_lower_case must be true or false)")
+            lowercase = c.get('do_lower_case', True)
         if not (path / 'vocab.txt').is_file() and (path / 'tokenizer.json').is_file():
             return _json_vocab(path / 'tokenizer.json', lowercase)
         path = path / 'vocab.txt'
@@ -81,6 +92,7 @@ def _read_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, st
     if lines and lines[-1] == '': lines.pop()
     return [t.rstrip('\r') for t in lines], True if lowercase is None else lowercase, f'vocab {path}'
 
+# %% ../nbs/01_wordpiece.ipynb #f195a9fd
 def _specials(tok: Tokenizer) -> list[int]:
     "The specials' ids; registers them as special, and BERT's template: [CLS] A [SEP], [CLS] A [SEP] B [SEP]."
     ids: list[int] = []
@@ -156,12 +168,26 @@ class WordPieceTokenizer(_WordPiece):
     def __repr__(self) -> str: return f"WordPieceTokenizer(vocab={len(self)})"
 
 # %% ../nbs/01_wordpiece.ipynb #f3a1c0de
+def _ascii_table(pipe: Tokenizer) -> dict[int, str]:
+    "What `pipe` does to each ASCII character, as a `str.translate` table: dropped, a space, a word, or kept."
+    table = {}
+    for i in range(128):
+        n = pipe.normalizer.normalize_str(f'a{chr(i)}b')  # between two letters: what it becomes, and splits
+        words = [w for w, _ in pipe.pre_tokenizer.pre_tokenize_str(n)]
+        table[i] = n[1:-1] if words == [n] else f' {n[1:-1]} ' if len(words) == 3 else ' '
+    return table
+
 def word_counts(texts, lowercase: bool = True) -> Counter:
-    "How often each word occurs in `texts`, after BERT's normaliser and pre-tokeniser."
-    pipe, counts = _pipeline(None, lowercase), Counter()
-    for t in texts:
-        _check_text('text', t)
-        counts.update(w for w, _ in pipe.pre_tokenizer.pre_tokenize_str(pipe.normalizer.normalize_str(t)))
+    """How often each word occurs in `texts`, after BERT's normaliser and pre-tokeniser; words longer than
+    `MAX_WORD` characters, which the tokenizer reads as `[UNK]`, are left out."""
+    pipe, counts, texts = _pipeline(None, lowercase), Counter(), iter(texts)
+    table = _ascii_table(pipe)
+    while chunk := list(itertools.islice(texts, 10_000)):
+        for t in chunk: _check_text('text', t)
+        counts.update(' '.join(t for t in chunk if t.isascii()).translate(table).split())  # in C
+        for t in itertools.filterfalse(str.isascii, chunk):
+            counts.update(w for w, _ in pipe.pre_tokenizer.pre_tokenize_str(pipe.normalizer.normalize_str(t)))
+    for w in [w for w in counts if len(w) > MAX_WORD]: del counts[w]  # merges cost its length squared
     return counts
 
 def _merge(w: list[str], a: str, b: str, new: str) -> list[str]:

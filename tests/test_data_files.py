@@ -1,6 +1,6 @@
 """A corpus prepared once into token files (#26): the same bytes in any process, the rows the in-memory path packs,
 training from them resumable bit for bit, and every bad directory or combination refused before anything runs."""
-import json, os, shutil, subprocess, sys
+import json, os, shutil, socket, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -48,6 +48,13 @@ def test_the_rows_are_those_pack_rows_cuts(data, corpus):
     assert np.array_equal(load_data(data, 32)['held_rows'], want[:2000])
     assert (data / 'held.txt').read_text().splitlines() == held
 
+@pytest.mark.skipif(not Path('/proc/self/maps').exists(), reason='reads /proc/self/maps')
+def test_the_rows_are_read_not_mapped(data):
+    "Every touched page of a memory map counts in the process's memory (at 1 GB, the whole file): rows are read."
+    d = load_data(data, 32)
+    d['rows'].take(np.arange(len(d['rows'])))
+    assert str((data / 'train.bin').resolve()) not in Path('/proc/self/maps').read_text()
+
 def test_the_held_out_sample_is_fixed_and_capped(tmp_path):
     "At most 2,000 held-out rows, spread evenly over the split: an evaluation costs the same for any corpus."
     tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a'])
@@ -56,7 +63,7 @@ def test_the_held_out_sample_is_fixed_and_capped(tmp_path):
     pick = np.unique(np.linspace(0, 4000, 2000).round().astype(np.int64))
     assert len(pick) == 2000 and pick[0] == 0 and pick[-1] == 4000
 
-@pytest.mark.parametrize('n', [0, 1, 2, 1000, (1 << 20) + 3])  # the last crosses a block of a million draws
+@pytest.mark.parametrize('n', [0, 1, 2, 1000, (1 << 16) * 2 + 3])  # the last crosses blocks of draws
 def test_shuffle_is_fisher_yates_on_below(n):
     "The oracle: the textbook loop, one below(i + 1) a swap; the same permutation and the generator left alike."
     g, idx = PCG32(4, ORDER), list(range(n))
@@ -90,6 +97,25 @@ def test_train_from_data_resumes_bit_for_bit(data, tmp_path):
     assert a['weight_digests'] == b['weight_digests'] and a['eval'][-1]['loss'] == b['eval'][-1]['loss']
     assert not (straight / 'data').exists()  # it read DATA; nothing copied
     assert json.loads((straight / 'args.json').read_text())['data'] == str(data.resolve())
+
+def torchrun(*args):
+    "`bert-nb train ARGS` in two processes under torchrun, one thread each."
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_addr', '127.0.0.1',
+           '--master_port', str(port), str(Path(__file__).parents[1] / 'bert_nb' / 'command.py'), 'train']
+    r = subprocess.run(cmd + list(map(str, args)), capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert r.returncode == 0, r.stderr[-3000:]
+
+def test_torchrun_on_data_trains_and_resumes(data, tmp_path):
+    "Two ranks read their rows of one DATA directory; stopped and resumed, the run equals one that was not."
+    straight, cut = tmp_path / 'straight', tmp_path / 'cut'
+    torchrun('--data', data, '--steps', 4, '--out', straight, *SMALL)
+    torchrun('--data', data, '--steps', 4, '--stop-at', 2, '--out', cut, *SMALL)
+    torchrun('--resume', cut, '--quiet')
+    a, b = (json.loads((d / 'metrics.json').read_text()) for d in (straight, cut))
+    assert a['world_size'] == 2 and a['weight_digests'][0] == a['weight_digests'][1]
+    assert a['weight_digests'] == b['weight_digests'] and a['eval'][-1]['loss'] == b['eval'][-1]['loss']
 
 def test_bad_data_is_refused(data, corpus, tmp_path):
     refused(cli('--data', data, '--corpus', corpus, '--out', tmp_path / 'o', *SMALL), 'drop --corpus')

@@ -96,7 +96,7 @@ def bert_nb(*args, cwd=None):
     (['--steps', '-3'], 'must be >= 1, got -3'), (['--steps', 'ten'], 'expected an integer'), (['--bogus-flag'], 'unrecognized arguments: --bogus-flag'),
     (['--corpus', '/no/such/corpus.txt'], '/no/such/corpus.txt'), (['--lr', '0'], 'lr'), (['--d-model', '100', '--heads', '3'], 'multiple of n_heads'),
     (['fill', '/no/such/model', 'a [MASK]'], 'not a bert-nb model'), (['eval', '/no/such/model'], 'not a bert-nb model'),
-    (['train', '--resume', '/no/such/run'], 'no resumable run')])
+    (['train', '--resume', '/no/such/run'], 'holds no run')])
 def test_exit_2_one_line(args, says, tmp_path):
     r = bert_nb(*args, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)

@@ -110,7 +110,7 @@ def test_resume_with_damaged_files(stopped, tmp_path):
     cases = [('resume.pt', pt[: len(pt) // 2], 'resume.pt is not a readable checkpoint'),
              ('resume.pt', os.urandom(4096), 'resume.pt is not a readable checkpoint'),
              ('resume.pt', b'', 'resume.pt is not a readable checkpoint'),
-             ('args.json', '{not json', 'args.json is not readable JSON'),
+             ('args.json', '{not json', 'args.json is not valid JSON'),
              ('args.json', json.dumps(args | {'learning_rate': 1}), "unknown setting(s) ['learning_rate']"),
              ('args.json', json.dumps(args | {'d_model': 'big'}), 'd_model must be int'),
              ('args.json', json.dumps(args | {'d_model': 64}), 'resume.pt does not fit the model'),

