@@ -283,15 +283,20 @@ def _check_config(c):
     real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)
     if not real(c.dropout) or not 0 <= c.dropout < 1:
         raise ValueError(f"dropout must be in [0, 1), got {c.dropout!r}")
-    if not real(c.ln_eps) or not c.ln_eps > 0:
-        raise ValueError(f"ln_eps must be > 0, got {c.ln_eps!r}")
+    if not real(c.ln_eps) or not 0 < c.ln_eps < math.inf:
+        raise ValueError(f"ln_eps must be > 0 and finite, got {c.ln_eps!r}")
     c.dropout, c.ln_eps = float(c.dropout), float(c.ln_eps)
 
 # %% ../nbs/02_bert.ipynb #e30e8bb7
 def _from_hf(d: dict) -> dict:
     "BertConfig's fields from a transformers BERT config dict; a config of another model is refused."
-    for key, want in ('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'):
+    musts = [('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'),
+             ('is_decoder', False), ('add_cross_attention', False)]  # a decoder reads one direction only
+    for key, want in musts:
         if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
+    archs = d.get('architectures') or []  # a RoBERTa config may lack model_type, but names RobertaModel here
+    if not isinstance(archs, list) or any(not (isinstance(a, str) and a.startswith('Bert')) for a in archs):
+        raise ValueError(f"architectures must name BERT models, got {archs!r}")
     required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
     missing = [k for k in required if k not in d]
     if missing: raise ValueError(f"config lacks {missing}")
@@ -359,7 +364,7 @@ class BertAttention(nn.Module):
         w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
         qkv = F.linear(x, w, torch.cat([self.q.bias, self.k.bias, self.v.bias]))
         if at is not None: qkv = qkv.new_zeros(B * T, qkv.shape[1]).index_copy_(0, at, qkv)  # no 2nd grid
-        return qkv.view(B, T, 3, self.n_heads, -1).permute(2, 0, 3, 1, 4)
+        return qkv.view(B, T, 3, self.n_heads, qkv.shape[-1] // (3 * self.n_heads)).permute(2, 0, 3, 1, 4)
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "(B, T, C) -> (B, T, C); bias: additive, (B, 1, 1|T, T)."
         B, T, C = h.shape
@@ -369,7 +374,7 @@ class BertAttention(nn.Module):
         "(N, C) -> (N, C): the tokens of a (B, T) batch, all B*T of them or only the real ones at `at`."
         q, k, v = self.heads(x, B, T, at)  # each (B, nh, T, hs)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout * self.training)
-        y = y.transpose(1, 2).reshape(B * T, -1)
+        y = y.transpose(1, 2).reshape(B * T, x.shape[-1])  # sizes, not -1: B may be 0
         return self.o(y if at is None else y[at])
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "The attention weights softmax(q k^T / sqrt(hs) + bias), (B, nh, T, T), written out to look inside."
@@ -453,8 +458,8 @@ class MLMOutput(NamedTuple):
 
 def _pad(x: torch.Tensor, at: torch.Tensor | None, B: int, T: int) -> torch.Tensor:
     "(N, C) tokens back to (B, T, C); the positions not in `at` (padding) hold zeros."
-    if at is None: return x.view(B, T, -1)
-    return x.new_zeros(B * T, x.shape[1]).index_copy_(0, at, x).view(B, T, -1)
+    if at is None: return x.view(B, T, x.shape[1])
+    return x.new_zeros(B * T, x.shape[1]).index_copy_(0, at, x).view(B, T, x.shape[1])
 
 # %% ../nbs/02_bert.ipynb #b1c2d301
 def _embed(enc: BertEncoder, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,

@@ -64,6 +64,8 @@ def _open_text(path: Path):
 
 def corpus_files(paths) -> list[Path]:
     "A corpus's files: each file given, and every file under each directory given (sorted; hidden ones not)."
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths: raise ValueError("no corpus given: paths is empty")
     files = []
     for p in map(Path, paths):
         if p.is_dir():

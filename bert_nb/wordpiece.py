@@ -30,6 +30,15 @@ def _pipeline(vocab: dict[str, int] | None, lowercase: bool) -> Tokenizer:
 def _check_text(name, x):
     if not isinstance(x, str): raise TypeError(f"{name} must be a str, got {type(x).__name__} {x!r:.60}")
 
+def _token_ids(ids, n: int) -> list[int]:
+    ids = [int(i) for i in ids]
+    if bad := [i for i in ids if not 0 <= i < n]: raise ValueError(f"ids must be in [0, {n}), got {bad[0]}")
+    return ids
+
+def _check_max_len(max_len, need: int):
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < need:
+        raise ValueError(f"max_len must be an int >= {need}, room for the special tokens, got {max_len!r}")
+
 def _item(x):
     "A text, or a (text_a, text_b) pair."
     if isinstance(x, (tuple, list)) and len(x) == 2 and all(isinstance(t, str) for t in x): return tuple(x)
@@ -123,11 +132,12 @@ class _WordPiece:
         return self.tok.encode(text, pair).ids
     def decode(self, ids, skip_special: bool = True) -> str:
         "Text from ids, `##` pieces joined."
-        return self.tok.decode([int(i) for i in ids], skip_special_tokens=skip_special)
+        return self.tok.decode(_token_ids(ids, self.tok.get_vocab_size()), skip_special_tokens=skip_special)
     def encode_batch(self, items, max_len: int | None = None) -> list:
         "`tokenizers` Encodings of texts or (text_a, text_b) pairs, in Rust; cut longest-first to `max_len`."
         items = [_item(x) for x in items]
         if max_len is None: return self.tok.encode_batch(items)
+        _check_max_len(max_len, 3 if any(isinstance(x, tuple) for x in items) else 2)  # [CLS] [SEP] ([SEP])
         # a truncating copy, so self.tok never changes
         if self._truncating is None or self._truncating[0] != max_len:
             t = Tokenizer.from_str(self.tok.to_str())
@@ -226,6 +236,7 @@ def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
     """A WordPiece vocabulary from word counts: the specials, every character (word-initial `c`,
     continuing `##c`) in code-point order, then merged pieces in merge order, until `vocab_size` tokens or no
     pair is left."""
+    vocab_size = _vocab_size(vocab_size)
     chars = {c for w in counts for c in [w[0]] + ['##' + c for c in w[1:]]}
     vocab = list(SPECIALS) + sorted(chars - set(SPECIALS))
     known = set(vocab)

@@ -328,3 +328,72 @@ def test_the_memory_check_reads_ulimit():
             'from bert_nb.command import _memory_limit; print(_memory_limit())')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     assert int(out) <= 2**36
+
+# ------------------------------------------------------------------------------------- what tools/audit.py found
+
+def test_the_audits_findings(tok):
+    "Each case tools/audit.py found silent or a traceback this round, now refused clearly (or right)."
+    from bert_nb.bert import BertEncoder
+    from bert_nb.files import corpus_files
+    from bert_nb.wordpiece import train_vocab
+    with pytest.raises(ValueError, match=r'ids must be in \[0, 30522\), got -1'): tok.decode([5, -1])
+    with pytest.raises(ValueError, match='max_len must be an int >= 2'): tok.encode_batch(['a b'], max_len=0)
+    with pytest.raises(ValueError, match='max_len must be an int >= 3'): tok.encode_batch([('a', 'b')], max_len=2)
+    with pytest.raises(ValueError, match='vocab_size must be >= 5, got 0'): train_vocab({'ab': 2}, 0)
+    with pytest.raises(ValueError, match='ln_eps must be > 0 and finite'): BertConfig(10, ln_eps=float('inf'))
+    with pytest.raises(ValueError, match='no corpus given'): corpus_files([])
+    enc = BertEncoder(BertConfig(60, max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32), rng=PCG32(0))
+    assert enc(torch.zeros(0, 8, dtype=torch.long)).shape == (0, 8, 16)  # an empty batch: an empty answer
+
+def test_a_full_disk_while_checkpointing_leaves_the_last_checkpoint(tmp_path, monkeypatch):
+    "torch.save failing half way (ENOSPC): no resume.pt.tmp left, and the resume.pt before it untouched."
+    import errno
+    from bert_nb import command
+    (tmp_path / 'resume.pt').write_bytes(b'the last checkpoint')
+    def full(obj, f): Path(f).write_bytes(b'half'); raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(command.torch, 'save', full)
+    with pytest.raises(OSError, match='No space left'): command._save_state(tmp_path, {})
+    assert os.listdir(tmp_path) == ['resume.pt'] and (tmp_path / 'resume.pt').read_bytes() == b'the last checkpoint'
+
+def test_text_that_is_not_utf8_text_is_refused(tmp_path):
+    "UTF-16 (NULs between the letters, or a BOM that is not UTF-8): refused, not trained on."
+    for name, data in (('le.txt', 'in the beginning\n'.encode('utf-16-le')), ('bom.txt', 'in the beginning\n'.encode('utf-16'))):
+        (tmp_path / name).write_bytes(data * 50)
+        refused(cli('prepare', '--corpus', tmp_path / name, '--out', tmp_path / 'o'), 'is not')
+        assert not (tmp_path / 'o').exists()
+
+def test_nothing_to_evaluate_and_a_vocabulary_of_specials(run, tmp_path):
+    c = tmp_path / 'masks.txt'; c.write_text('[MASK] [MASK]\n' * 20)
+    refused(cli('eval', run, '--corpus', c), 'nothing to evaluate')
+    v = tmp_path / 'vocab.txt'; v.write_text('\n'.join(SPECIALS) + '\n')
+    corpus = tmp_path / 'c.txt'; corpus.write_text('in the beginning\n' * 200)
+    refused(cli('--corpus', corpus, '--vocab', v, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), 'nothing to mask')
+    assert not (tmp_path / 'o').exists()
+
+@pytest.mark.parametrize('code', ['EBUSY', 'EXDEV'])
+def test_saving_over_a_mount_point(tmp_path, monkeypatch, code):
+    """A container volume (EBUSY) or a directory holding one (EXDEV) cannot be swapped out: one clear error, the
+    model there untouched, no temporary directory left. The rename is made to fail as the kernel would."""
+    import errno
+    from bert_nb import files
+    m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0))
+    d = save_bert(m, tmp_path / 'vol')
+    before = (d / 'model.safetensors').read_bytes()
+    def busy(a, b): raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+    monkeypatch.setattr(files, '_exchange', busy)
+    with pytest.raises(ValueError, match='is a mount point, or holds one'): save_bert(m, d)
+    assert (d / 'model.safetensors').read_bytes() == before and os.listdir(tmp_path) == ['vol']
+
+# ------------------------------------------------------------------------- #28: configs of other models, refused
+
+@pytest.mark.parametrize('change,says', [({'is_decoder': True}, 'is_decoder must be False'),
+                                         ({'add_cross_attention': True}, 'add_cross_attention must be False'),
+                                         ({'architectures': ['BertLMHeadModel'], 'is_decoder': True}, 'is_decoder'),
+                                         ({'architectures': ['RobertaModel']}, 'architectures must name BERT models')])
+def test_a_causal_or_roberta_config_is_refused(run, tmp_path, change, says):
+    "A BertLMHeadModel (is_decoder) loaded as a BertForMLM was off by 2.9e-2; a RoBERTa without model_type loaded too."
+    d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
+    c = json.loads((d / 'config.json').read_text()) | change
+    if 'RobertaModel' in c.get('architectures', []): c.pop('model_type')
+    (d / 'config.json').write_text(json.dumps(c))
+    with pytest.raises(ValueError, match=says): load_bert(d)

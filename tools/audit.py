@@ -109,8 +109,9 @@ def cases(tmp: Path, minilm: Path) -> dict:
                      'shares summing to 2': dict(shares=(1, 0.5, 0.5)), 'shares negative': dict(shares=(1.2, -0.1, -0.1)),
                      'word_ids of another shape': dict(word_ids=np.zeros((2, 7), int)), 'ragged ids': dict(ids=[[5, 6], [5]]),
                      'meta ids': dict(ids=torch.zeros(2, 8, dtype=torch.long, device='meta')),
-                     'ids 3-D': dict(ids=np.full((2, 2, 2), 2000), special_mask=np.zeros((2, 2, 2), bool))}.items():
+                     }.items():
         c[f'mlm_mask {name}'] = lambda kw=kw: api(mask(**kw))
+    c['mlm_mask ids 3-D'] = lambda: api(mask(ids=np.full((2, 2, 2), 2000), special_mask=np.zeros((2, 2, 2), bool)), bad=False)
     c['mlm_mask p 0'] = lambda: api(mask(p=0), bad=False)
     c['mlm_mask torch ids'] = lambda: api(mask(ids=torch.full((2, 8), 2000), special_mask=torch.zeros(2, 8, dtype=torch.bool)), bad=False)
     for name, f in {'tok None': lambda: B.mlm_batch(None, ['a'], 8, .15, PCG32(0)),
