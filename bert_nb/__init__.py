@@ -11,10 +11,10 @@ _EXPORTS = {
     'bert_nb.rng': ['PCG32'],
     'bert_nb.wordpiece': ['SPECIALS', 'WordPieceTokenizer', 'train_vocab', 'word_counts'],
     'bert_nb.bert': ['BertConfig', 'BertAttention', 'BertLayer', 'BertEncoder', 'BertPooler', 'BertForMLM',
-                     'EncoderOutput', 'MLMOutput', 'LoadReport', 'mlm_mask', 'mlm_batch', 'special_ids',
-                     'load_bert', 'save_bert', 'load_hf_bert', 'hf_bert_encoder_sd'],
+                     'EncoderOutput', 'MLMOutput', 'MLMHead', 'LoadReport', 'mlm_mask', 'mlm_batch', 'special_ids',
+                     'init_weights', 'load_bert', 'save_bert', 'load_hf_bert', 'hf_bert_encoder_sd'],
     'bert_nb.data': ['MLMCollator', 'ForTrainer', 'mlm_loader'],
-    'bert_nb.pretrain': ['RunArgs', 'fill', 'load_model'],
+    'bert_nb.pretrain': ['RunArgs', 'fill', 'load_model', 'make_optimizer', 'DEFAULT_CORPUS'],
     'bert_nb.command': ['train'],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from bert_nb.rng import PCG32
     from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer, train_vocab, word_counts
     from bert_nb.bert import (BertConfig, BertAttention, BertLayer, BertEncoder, BertPooler, BertForMLM,
-                              EncoderOutput, MLMOutput, LoadReport, mlm_mask, mlm_batch, special_ids, load_bert,
-                              save_bert, load_hf_bert, hf_bert_encoder_sd)
+                              EncoderOutput, MLMOutput, MLMHead, LoadReport, mlm_mask, mlm_batch, special_ids,
+                              init_weights, load_bert, save_bert, load_hf_bert, hf_bert_encoder_sd)
     from bert_nb.data import MLMCollator, ForTrainer, mlm_loader
-    from bert_nb.pretrain import RunArgs, fill, load_model
+    from bert_nb.pretrain import RunArgs, fill, load_model, make_optimizer, DEFAULT_CORPUS
     from bert_nb.command import train
 
 def __getattr__(name: str):

@@ -8,7 +8,7 @@ import bisect, json, math, numbers, os, re, time, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 from importlib import import_module
-from typing import NamedTuple, TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING, overload
 import numpy as np
 import torch
 import torch.nn as nn
@@ -271,7 +271,8 @@ def _mask_pcg_words(ids: np.ndarray, special: np.ndarray, mask_id: int, vocab: i
 # %% ../nbs/02_bert.ipynb #e30e8bb6
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
                   n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
-                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps')
+                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps',
+                  attn_dropout='attention_probs_dropout_prob')
 
 def _check_config(c):
     "Sizes are ints >= 1 (a NumPy int becomes an int: JSON saves it), heads divide d_model, rates in range."
@@ -283,9 +284,13 @@ def _check_config(c):
     real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)
     if not real(c.dropout) or not 0 <= c.dropout < 1:
         raise ValueError(f"dropout must be in [0, 1), got {c.dropout!r}")
+    if c.attn_dropout is not None and (not real(c.attn_dropout) or not 0 <= c.attn_dropout < 1):
+        raise ValueError(f"attn_dropout must be None or in [0, 1), got {c.attn_dropout!r}")
     if not real(c.ln_eps) or not 0 < c.ln_eps < math.inf:
         raise ValueError(f"ln_eps must be > 0 and finite, got {c.ln_eps!r}")
     c.dropout, c.ln_eps = float(c.dropout), float(c.ln_eps)
+    if c.attn_dropout is not None:  # one form for one model: the same rate as `dropout` is None
+        c.attn_dropout = None if float(c.attn_dropout) == c.dropout else float(c.attn_dropout)
 
 # %% ../nbs/02_bert.ipynb #e30e8bb7
 def _from_hf(d: dict) -> dict:
@@ -304,7 +309,7 @@ def _from_hf(d: dict) -> dict:
 
 def _to_hf(c) -> dict:
     return {'model_type': 'bert', **{hf: getattr(c, ours) for ours, hf in _HF_CONFIG.items()},
-            'attention_probs_dropout_prob': c.dropout, 'hidden_act': 'gelu',
+            'attention_probs_dropout_prob': c.attn_p, 'hidden_act': 'gelu',
             'position_embedding_type': 'absolute', 'initializer_range': 0.02}
 
 # %% ../nbs/02_bert.ipynb #e30e8bb8
@@ -320,21 +325,21 @@ class BertConfig:
     type_vocab: int = 2
     dropout: float = 0.1
     ln_eps: float = 1e-12
+    attn_dropout: float | None = None  # on the attention probabilities; None: `dropout`
 
     def __post_init__(self): _check_config(self)
-    def to_dict(self) -> dict: return asdict(self)
-
+    attn_p = property(lambda c: c.dropout if c.attn_dropout is None else c.attn_dropout)  # the rate in use
+    def to_dict(self) -> dict:  # attn_dropout only where it is a rate of its own
+        return {k: v for k, v in asdict(self).items() if k != 'attn_dropout' or v is not None}
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
         if unknown := set(d) - {f.name for f in fields(cls)}:
             raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
         return cls(**d)
-
     @classmethod
     def from_hf(cls, d: dict) -> BertConfig:
         "A BertConfig from a transformers BERT config dict (`config.json`; section 4.2)."
         return cls(**_from_hf(d))
-
     def to_hf(self) -> dict:
         "This config as a transformers BertConfig dict."
         return _to_hf(self)
@@ -357,7 +362,7 @@ class BertAttention(nn.Module):
     "Multi-head self-attention; q, k, v, o are d_model -> d_model."
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.n_heads, self.dropout = cfg.n_heads, cfg.dropout
+        self.n_heads, self.dropout = cfg.n_heads, cfg.attn_p
         self.q, self.k, self.v, self.o = (nn.Linear(cfg.d_model, cfg.d_model) for _ in range(4))
     def heads(self, x: torch.Tensor, B: int, T: int, at: torch.Tensor | None = None) -> torch.Tensor:
         "(N, C) -> q, k, v (3, B, nh, T, hs), one matmul; with `at`: the N tokens at those of the B*T places."
@@ -828,6 +833,16 @@ def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
     if cls is BertForMLM: model = BertForMLM(config)
     else: model = BertEncoder(config, pooler=any(_hf_key(k) == POOLER_NAMES[0] for k in sd))
     return load_hf_bert(model, sd, strict=cls is BertForMLM if strict is None else strict).eval()
+
+# %% ../nbs/02_bert.ipynb #834f7896
+# what a type checker sees: the class asked for comes back
+@overload
+def load_bert(dir: str | os.PathLike, cls: type[BertForMLM], strict: bool | None = None) -> BertForMLM: ...
+@overload
+def load_bert(dir: str | os.PathLike, cls: type[BertEncoder], strict: bool | None = None) -> BertEncoder: ...
+@overload
+def load_bert(dir: str | os.PathLike, cls: None = None,
+              strict: bool | None = None) -> BertEncoder | BertForMLM: ...
 
 # %% ../nbs/02_bert.ipynb #989ff75a
 def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:

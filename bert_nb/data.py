@@ -77,7 +77,8 @@ class MLMCollator:
     `token_type_ids` and `word_ids`): padded, masked in the op order, torch tensors under transformers' keys.
     A batch masks from `PCG32(seed, batch_stream(keys))`, one key per example: its `key` field (`mlm_loader`
     sets it from the epoch and the index), else its token ids. A batch's masks depend on the seed and on what
-    the batch holds, nothing else: not on the worker, the number of workers or the batches before it."""
+    the batch holds, nothing else: not on the worker, the number of workers or the batches before it.
+    With `p=0` nothing is masked and every label is -100: a plain padding collator, for fine-tuning."""
     def __init__(self, tok: WordPieceTokenizer, p: float = 0.15, *, seed: int = 0, max_len: int = 512,
                  shares=ACTIONS, whole_word: bool = False, pad_to_multiple_of: int | None = None):
         self.tok, self.p, self.max_len = tok, _check_p(p), _check_int('max_len', max_len, 2)

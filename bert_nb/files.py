@@ -6,8 +6,6 @@
 from __future__ import annotations
 import bz2, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
 from pathlib import Path
-import torch
-from safetensors.torch import load_file
 
 # %% auto #0
 __all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
@@ -36,12 +34,14 @@ def _write_text(path: Path, text: str):
 
 def _read_safetensors(path: Path) -> dict:
     if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
+    from safetensors.torch import load_file  # here, not above: the tokenizer imports this module, not torch
     try: return load_file(path)
     except Exception as e:
         raise ValueError(f"{path} is not a readable safetensors file (corrupt or truncated?): {e}") from None
 
 def _read_bin(path: Path) -> dict:
     "A pytorch_model.bin state dict, read with weights_only=True: no pickled code runs."
+    import torch
     try: sd = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "

@@ -176,6 +176,10 @@ n: int = len(tok)
 ids: list[int] = tok.encode('a b')
 inputs, labels = mlm_mask([ids], [[True, False, False, True]], tok.mask_id, len(tok), 0.15, PCG32(2))
 model = load_bert(bert_nb.KJV)
+mlm = load_bert(bert_nb.KJV, cls=BertForMLM)  # overloads: the class asked for comes back (#28)
+logits, loss = mlm(torch.zeros(1, 4, dtype=torch.long))
+table: torch.Tensor = mlm.encoder.word_emb.weight
+d: int = load_bert(bert_nb.KJV, cls=BertEncoder).config.d_model
 '''
 
 def test_mypy_sees_the_public_interface(tmp_path):

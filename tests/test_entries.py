@@ -397,3 +397,29 @@ def test_a_causal_or_roberta_config_is_refused(run, tmp_path, change, says):
     if 'RobertaModel' in c.get('architectures', []): c.pop('model_type')
     (d / 'config.json').write_text(json.dumps(c))
     with pytest.raises(ValueError, match=says): load_bert(d)
+
+def test_an_attention_dropout_of_its_own_is_kept(run, tmp_path):
+    "attention_probs_dropout_prob unlike hidden_dropout_prob was dropped, so a load and a save changed the config."
+    from transformers import BertConfig as HFConfig
+    d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
+    c = json.loads((d / 'config.json').read_text()) | {'attention_probs_dropout_prob': 0.25, 'hidden_dropout_prob': 0.1}
+    (d / 'config.json').write_text(json.dumps(c))
+    m = load_bert(d)
+    assert m.config.attn_dropout == 0.25 and m.encoder.layers[0].attn.dropout == 0.25
+    save_bert(m, tmp_path / 'again')
+    hf = HFConfig.from_pretrained(tmp_path / 'again')
+    assert (hf.attention_probs_dropout_prob, hf.hidden_dropout_prob) == (0.25, 0.1)
+    assert BertConfig(10, dropout=0.1, attn_dropout=0.1) == BertConfig(10, dropout=0.1)  # one form for one model
+
+def test_the_tokenizer_does_not_import_torch():
+    code = 'import sys, bert_nb.wordpiece; print("torch" in sys.modules)'
+    assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout == 'False\n'
+
+def test_p_0_is_a_plain_collator(tok):
+    "For fine-tuning: the texts tokenised and padded, nothing masked, no label."
+    from bert_nb.data import MLMCollator
+    texts = ['in the beginning', ('and the earth', 'was without form')]
+    b = MLMCollator(tok, p=0)(texts)
+    want = tok.encode_batch([texts[0], tuple(texts[1])])
+    assert b['input_ids'][0, :len(want[0].ids)].tolist() == want[0].ids
+    assert b['input_ids'][1].tolist() == want[1].ids and (b['labels'] == -100).all()
