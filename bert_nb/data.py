@@ -301,5 +301,6 @@ def plot_memory(bench: dict):
     ax.plot(list(files), [r['peak_mb'] for r in files.values()], '^-', label='bert-nb train --data')
     ax.set(xscale='log', yscale='log', xlabel='corpus (MiB of text)', ylabel='peak resident memory (MiB)',
            title=f"bench/data.py, {bench['date']}")
-    ax.legend(fontsize=9)
+    ax.set_ylim(bottom=100)  # room below the lines for the legend
+    ax.legend(fontsize=9, loc='lower right')
     return fig
