@@ -7,7 +7,7 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
+import argparse, copy, gc, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -329,13 +329,16 @@ def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress
         if r.rank == 0:
             print(f"stopped at step {r.step} of {r.total}; continue with: bert-nb train --resume {r.out}")
     else: _finish(r)
-    return _leave(r.out, r.world)
+    out, world = r.out, r.world
+    del r
+    return _leave(out, world)
 
 def _leave(out: Path, world: int) -> Path:
-    "Wait for rank 0's writing, then leave the process group (a process that exits inside one aborts)."
+    """Wait for rank 0's writing, then leave the process group. The run's DDP wrapper holds the group in a
+    reference cycle: collected first, or gloo's threads die with the interpreter (SIGABRT, 1 exit in 30)."""
     if world > 1:
         import torch.distributed as dist
-        dist.barrier(); dist.destroy_process_group()
+        gc.collect(); dist.barrier(); dist.destroy_process_group()
     return out
 
 # %% ../nbs/12_command.ipynb #9519d73b
