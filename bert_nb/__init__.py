@@ -12,8 +12,9 @@ _EXPORTS = {
     'bert_nb.wordpiece': ['SPECIALS', 'WordPieceTokenizer', 'train_vocab', 'word_counts'],
     'bert_nb.bert': ['BertConfig', 'BertAttention', 'BertLayer', 'BertEncoder', 'BertPooler', 'BertForMLM',
                      'EncoderOutput', 'MLMOutput', 'MLMHead', 'LoadReport', 'mlm_mask', 'mlm_batch', 'special_ids',
-                     'init_weights', 'load_bert', 'save_bert', 'load_hf_bert', 'hf_bert_encoder_sd'],
-    'bert_nb.data': ['MLMCollator', 'ForTrainer', 'mlm_loader'],
+                     'init_weights', 'load_bert', 'save_bert', 'load_parts', 'save_parts', 'load_hf_bert',
+                     'hf_bert_encoder_sd'],
+    'bert_nb.data': ['MLMCollator', 'ForTrainer', 'mlm_loader', 'Verse', 'kjv_verses'],
     'bert_nb.pretrain': ['RunArgs', 'fill', 'load_model', 'make_optimizer', 'DEFAULT_CORPUS'],
     'bert_nb.command': ['train'],
 }
@@ -25,8 +26,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer, train_vocab, word_counts
     from bert_nb.bert import (BertConfig, BertAttention, BertLayer, BertEncoder, BertPooler, BertForMLM,
                               EncoderOutput, MLMOutput, MLMHead, LoadReport, mlm_mask, mlm_batch, special_ids,
-                              init_weights, load_bert, save_bert, load_hf_bert, hf_bert_encoder_sd)
-    from bert_nb.data import MLMCollator, ForTrainer, mlm_loader
+                              init_weights, load_bert, save_bert, load_parts, save_parts, load_hf_bert,
+                              hf_bert_encoder_sd)
+    from bert_nb.data import MLMCollator, ForTrainer, mlm_loader, Verse, kjv_verses
     from bert_nb.pretrain import RunArgs, fill, load_model, make_optimizer, DEFAULT_CORPUS
     from bert_nb.command import train
 

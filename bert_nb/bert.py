@@ -22,7 +22,7 @@ from .files import _read_json, _read_safetensors, _read_bin, _recover, _saves, _
 __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'mlm_mask', 'special_ids',
            'mlm_batch', 'BertConfig', 'BertAttention', 'BertLayer', 'BertPooler', 'EncoderOutput', 'MLMOutput',
            'BertEncoder', 'init_weights', 'MLMHead', 'BertForMLM', 'hf_encoder_names', 'hf_bert_encoder_sd',
-           'LoadReport', 'load_hf_bert', 'load_bert', 'save_bert']
+           'LoadReport', 'load_hf_bert', 'load_bert', 'save_bert', 'save_parts', 'load_parts']
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -433,6 +433,14 @@ def _check_range(name, x, lo, hi):
         bad = x[(x < lo) | (x >= hi)][0].item()
         raise ValueError(f"{name} must be in [{lo}, {hi}), got {bad}")
 
+_HF_ARGS = dict(ids='input_ids', attn_mask='attention_mask')  # our argument names, transformers' for them
+
+def _either(name: str, ours, theirs):
+    "One argument, given under our name or (by keyword) under transformers'; both is refused."
+    if theirs is None: return ours
+    if ours is not None: raise ValueError(f"give {name} or {_HF_ARGS[name]}, not both")
+    return theirs
+
 def _need_config(config) -> BertConfig:
     if not isinstance(config, BertConfig):
         raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
@@ -453,6 +461,8 @@ class EncoderOutput(NamedTuple):
     pooled: torch.Tensor | None                     # (B, d_model), when the encoder has a pooler
     hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 of (B, T, d_model), embeddings first
     attentions: tuple[torch.Tensor, ...] | None     # n_layers of (B, n_heads, T, T)
+    @property
+    def pooler_output(self) -> torch.Tensor | None: return self.pooled  # transformers' name for it
 
 class MLMOutput(NamedTuple):
     "BertForMLM's output when asked for hidden states or attentions: `(logits, loss)` with those appended."
@@ -498,25 +508,31 @@ def _embed(enc: BertEncoder, ids: torch.Tensor | None, token_type_ids: torch.Ten
 
 # %% ../nbs/02_bert.ipynb #b1c2d302
 def _run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor | None,
-                output_hidden_states: bool, output_attentions: bool) -> tuple[torch.Tensor, list, list]:
-    """The layers on (B, T, C) `h`: (the last hidden state, the hidden states, the attention maps). With
-    padding and no attention maps asked for, they run on the real tokens only (appendix 14_speed)."""
+                output_hidden_states: bool, output_attentions: bool
+                ) -> tuple[torch.Tensor, tuple | None, tuple | None]:
+    """The layers on (B, T, C) `h`: (the last hidden state, the hidden states, the attention maps: each None
+    unless asked for). With padding and no attention maps asked for, only the real tokens run (14_speed), and
+    padded positions of the hidden states hold zeros."""
     B, T, C = h.shape
+    if attn_mask is not None: _check_like('attn_mask', attn_mask, h[..., 0])
     bias, hs, ws = _attn_bias(attn_mask, h.dtype), [h], []
     if output_attentions:  # the explicit softmax, in the (B, T) layout
         for layer in layers:
             h, w = layer.with_probs(h, bias)
             hs.append(h); ws.append(w)
-        return h, hs, ws
-    at = None
-    if attn_mask is not None and not torch.compiler.is_compiling():
+        return h, (tuple(hs) if output_hidden_states else None), tuple(ws)
+    at, keep = None, None
+    if attn_mask is not None and torch.compiler.is_compiling():  # no host sync in a graph: all B*T tokens
+        keep = attn_mask.reshape(B * T, 1).to(h.dtype)            # run, and padding is zeroed by a product
+    elif attn_mask is not None:
         at = attn_mask.flatten().nonzero().squeeze(1)  # one host sync: which tokens are real
         if len(at) == attn_mask.numel(): at, bias = None, None  # nothing is padded: no mask at all
+    out = lambda x: _pad(x, at, B, T) if keep is None else (x * keep).view(B, T, C)
     x = h.reshape(B * T, C) if at is None else h.reshape(B * T, C)[at]
     for layer in layers:
         x = layer.tokens(x, bias, B, T, at)
-        if output_hidden_states: hs.append(_pad(x, at, B, T))
-    return (hs[-1] if output_hidden_states else _pad(x, at, B, T)), hs, ws
+        if output_hidden_states: hs.append(out(x))
+    return (hs[-1], tuple(hs), None) if output_hidden_states else (out(x), None, None)
 
 # %% ../nbs/02_bert.ipynb #8442949a
 class BertEncoder(nn.Module):
@@ -536,19 +552,18 @@ class BertEncoder(nn.Module):
         "h0 = LN(word (or `inputs_embeds`) + position + token type), before dropout. (B, T, d_model)"
         return _embed(self, ids, token_type_ids, inputs_embeds)
     def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False
-                ) -> torch.Tensor | EncoderOutput:
-        """ids: (B, T) -> (B, T, d_model). attn_mask: 1 for a real token, 0 for padding (None: all real).
-        With `output_hidden_states` or `output_attentions`: an EncoderOutput. Padded positions of the output
-        hold zeros unless `output_attentions` (appendix 14_speed)."""
+                attn_mask: torch.Tensor | None = None, *, input_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
+                output_hidden_states: bool = False, output_attentions: bool = False,
+                output_pooled: bool = False) -> torch.Tensor | EncoderOutput:
+        """(B, T) ids -> (B, T, d_model), or an EncoderOutput if asked for more; attn_mask: 1 real, 0 pad.
+        Not transformers' positional order (a mask passed second is read as token types): use keywords."""
+        ids, attn_mask = _either('ids', ids, input_ids), _either('attn_mask', attn_mask, attention_mask)
+        if output_pooled and self.pooler is None: raise ValueError("output_pooled: the encoder has no pooler")
         h = self.drop(self.embed(ids, token_type_ids, inputs_embeds))
-        if attn_mask is not None: _check_like('attn_mask', attn_mask, h[..., 0])
         h, hs, ws = _run_layers(self.layers, h, attn_mask, output_hidden_states, output_attentions)
-        if not (output_hidden_states or output_attentions): return h
-        return EncoderOutput(h, None if self.pooler is None else self.pooler(h),
-                             tuple(hs) if output_hidden_states else None,
-                             tuple(ws) if output_attentions else None)
+        if not (output_pooled or output_hidden_states or output_attentions): return h
+        return EncoderOutput(h, None if self.pooler is None else self.pooler(h), hs, ws)
 
 # %% ../nbs/02_bert.ipynb #9d3732cc
 def init_weights(model: nn.Module, rng: PCG32 | None = None, std: float = 0.02):
@@ -617,17 +632,16 @@ class BertForMLM(nn.Module):
         init_weights(self.head, rng)
     def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
                 attn_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None, *,
-                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None] | MLMOutput:
-        "(logits (B, T, vocab), the mean loss at labelled positions or None); an MLMOutput if asked for more."
-        out = self.encoder(ids, token_type_ids, attn_mask, inputs_embeds=inputs_embeds,
-                           output_hidden_states=output_hidden_states, output_attentions=output_attentions)
+                output_hidden_states: bool = False, output_attentions: bool = False, **inputs: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor | None] | MLMOutput:
+        "(logits (B, T, V), loss at labelled positions or None), or an MLMOutput; `inputs`: BertEncoder's."
+        out = self.encoder(ids, token_type_ids, attn_mask, output_hidden_states=output_hidden_states,
+                           output_attentions=output_attentions, **inputs)
         h = out if isinstance(out, torch.Tensor) else out.last_hidden_state
         x, word = self.head.transform(h), self.encoder.word_emb.weight
         loss = None if labels is None else _labelled_loss(self.head, x, word, labels, self.config.vocab)
         logits = self.head.decode(x, word)
-        if isinstance(out, torch.Tensor): return logits, loss
-        return MLMOutput(logits, loss, out.hidden_states, out.attentions)
+        return (logits, loss) if isinstance(out, torch.Tensor) else MLMOutput(logits, loss, *out[2:])
     def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
                         attn_mask: torch.Tensor | None, labels: torch.Tensor
                         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -786,13 +800,13 @@ def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):
     if bad: raise ValueError(f"{where} does not match its config: the weights have {'; '.join(bad[:3])}")
 
 # %% ../nbs/02_bert.ipynb #b5d8ae21
-def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
-    "A directory bert-nb wrote before it wrote the transformers layout: our names, our config block."
+def _load_ours(dir: Path, meta: dict, cls: type | None, sd: dict) -> nn.Module:
+    """Weights `sd` in our names: from a directory bert-nb wrote before it wrote the transformers layout (its
+    config.json is `meta`), or from what `trainer.save_model` writes for a ForTrainer (appendix 10_data)."""
     cls = cls or {'BertForMLM': BertForMLM, 'BertEncoder': BertEncoder}.get(meta.get('class'))
     if cls is None: raise ValueError(f"{dir / 'config.json'} names no bert-nb model class")
     try: config = BertConfig.from_dict(meta.get('config', {}))
     except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: bad config: {e}") from None
-    sd = _read_safetensors(dir / 'model.safetensors')
     if meta.get('class') == 'BertForMLM' and cls is BertEncoder:
         sd = {k.removeprefix('encoder.'): v for k, v in sd.items() if k.startswith('encoder.')}
     elif meta.get('class') == 'BertEncoder' and cls is BertForMLM:
@@ -811,11 +825,24 @@ def _load_v1(dir: Path, meta: dict, cls: type | None) -> nn.Module:
     return model.eval()
 
 # %% ../nbs/02_bert.ipynb #8da57837
+def _load_trainer(dir: Path, cls: type | None) -> nn.Module:
+    "What `trainer.save_model` writes for a ForTrainer: its state dict, with the config in it as JSON bytes."
+    sd = _read_safetensors(dir / 'model.safetensors')
+    if 'bert_nb_config' not in sd: raise FileNotFoundError(f"no config.json at {dir / 'config.json'}")
+    config = _read_json(dir / 'model.safetensors', bytes(sd.pop('bert_nb_config').tolist()))
+    if not isinstance(config, dict): raise ValueError(f"{dir / 'model.safetensors'} holds no config")
+    sd = {k.removeprefix('model.'): v for k, v in sd.items()}
+    return _load_ours(dir, {'class': 'BertForMLM', 'config': config}, cls, sd)
+
+# %% ../nbs/02_bert.ipynb #490906fe
 def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
     "load_bert's reading: the directory's config and weights, as one model."
+    if not (dir / 'config.json').exists() and (dir / 'model.safetensors').is_file():
+        return _load_trainer(dir, cls)
     meta = _read_json(dir / 'config.json')
     if not isinstance(meta, dict): raise ValueError(f"{dir / 'config.json'} holds no config")
-    if meta.get('format') == 'bert-nb': return _load_v1(dir, meta, cls)
+    if meta.get('format') == 'bert-nb':
+        return _load_ours(dir, meta, cls, _read_safetensors(dir / 'model.safetensors'))
     config = BertConfig.from_hf(meta)
     weights = next((dir / f for f in ('model.safetensors', 'pytorch_model.bin') if (dir / f).is_file()), None)
     if weights is None: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {dir}")
@@ -828,7 +855,7 @@ def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
         head = any(_hf_key(k).startswith('cls.predictions.') for k in sd)
         ours = block.get('class')
         cls = BertForMLM if ours == 'BertForMLM' or (ours is None and head) else BertEncoder
-    if block.get('pooler') is False:  # the placeholder save_bert writes for transformers' BertModel
+    if block.get('pooler') is False:  # an untrained pooler, which save_bert once wrote for transformers
         sd = {k: v for k, v in sd.items() if not _hf_key(k).startswith('pooler.')}
     if cls is BertForMLM: model = BertForMLM(config)
     else: model = BertEncoder(config, pooler=any(_hf_key(k) == POOLER_NAMES[0] for k in sd))
@@ -839,19 +866,40 @@ def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
 @overload
 def load_bert(dir: str | os.PathLike, cls: type[BertForMLM], strict: bool | None = None) -> BertForMLM: ...
 @overload
-def load_bert(dir: str | os.PathLike, cls: type[BertEncoder], strict: bool | None = None) -> BertEncoder: ...
+def load_bert(dir: str | os.PathLike, cls: type[BertEncoder], strict: bool | None = None, *,
+              pooler: bool | None = None) -> BertEncoder: ...
 @overload
-def load_bert(dir: str | os.PathLike, cls: None = None,
-              strict: bool | None = None) -> BertEncoder | BertForMLM: ...
+def load_bert(dir: str | os.PathLike, cls: None = None, strict: bool | None = None, *,
+              pooler: bool | None = None) -> BertEncoder | BertForMLM: ...
 
 # %% ../nbs/02_bert.ipynb #989ff75a
-def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None) -> nn.Module:
+def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | None = None, *,
+              pooler: bool | None = None) -> nn.Module:
     """A BertForMLM or BertEncoder, in eval mode, from a model directory: one `save_bert` wrote, any
     transformers BERT directory (safetensors, or a weights-only `pytorch_model.bin`), or an older bert-nb
-    one."""
+    one. `pooler` (an encoder's): None as the checkpoint has it, True adds one it lacks, False drops it."""
     if cls not in (None, BertEncoder, BertForMLM):
         raise TypeError(f"cls must be BertEncoder or BertForMLM, got {cls!r}")
-    dir = Path(dir)
+    if not (pooler is None or isinstance(pooler, bool)):
+        raise TypeError(f"pooler must be None, True or False, got {pooler!r}")
+    if pooler is not None and cls is BertForMLM: raise ValueError("pooler: a BertForMLM has none")
+    model = _load_stable(Path(dir), cls or (BertEncoder if pooler is not None else None), strict)
+    return model if pooler is None else _set_pooler(model, pooler)
+
+def _set_pooler(enc: BertEncoder, pooler: bool) -> BertEncoder:
+    "load_bert's `pooler`: a new one (its matrix drawn from PCG32(0), reported as initialised), or none."
+    r = enc.load_report
+    if pooler == (enc.pooler is not None): return enc
+    if pooler:
+        enc.pooler = BertPooler(enc.config)
+        init_weights(enc.pooler, PCG32(0)); r.initialised += POOLER_NAMES
+    else: enc.pooler = None; r.dropped += POOLER_NAMES; r.used = [k for k in r.used if k not in POOLER_NAMES]
+    warnings.warn(f"loading BERT weights into a BertEncoder: {r}", stacklevel=3)
+    return enc
+
+# %% ../nbs/02_bert.ipynb #ab7a46fd
+def _load_stable(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
+    "One model, read while no save swapped the directory (or after a save cut short was recovered)."
     for _ in range(100):  # a save swapped in another model while we read: read the new one
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
         if (at := _inode(dir)) is None:
@@ -890,6 +938,10 @@ def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
     """Write `dir` as transformers lays out BertForMaskedLM (a BertForMLM) or BertModel (a BertEncoder):
     `config.json`, `model.safetensors` in transformers' names, the tokenizer's files if `tok`; atomically."""
+    return _write_dir(dir, _bert_files(model, tok))
+
+def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
+    "save_bert's files, checked and gathered now, written by the function returned (into a directory given)."
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
     mlm = isinstance(model, BertForMLM)
@@ -900,22 +952,84 @@ def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer 
     pre, hf_pre = ('encoder.', 'bert.') if mlm else ('', '')
     sd = {hf_pre + hf: ours[pre + o] for hf, o in hf_encoder_names(enc.config.n_layers).items()}
     if mlm: sd |= {hf: ours[o] for hf, o in HF_HEAD_NAMES.items()}
-    elif enc.pooler is not None: sd |= {k: ours[k] for k in POOLER_NAMES}
-    else:  # BertModel always has a pooler: a placeholder, initialised as transformers would, that we skip
-        d = enc.config.d_model
-        sd |= {'pooler.dense.weight': torch.from_numpy(normal_init(PCG32(0), (d, d))),
-               'pooler.dense.bias': torch.zeros(d)}
-    block = {'class': type(model).__name__} | ({} if mlm else {'pooler': enc.pooler is not None})
+    elif enc.pooler is not None: sd |= {k: ours[k] for k in POOLER_NAMES}  # none: transformers says it is new
     config = enc.config.to_hf() | {
         'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True,
-        'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': block}
-    def write(tmp):
-        save_file(sd, tmp / 'model.safetensors', metadata={'format': 'pt'})
-        (tmp / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
-        if tok is not None: _save_tokenizer(tok, tmp, enc.config.max_len)
-    return _write_dir(dir, write)
+        'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
+    def write(to: Path):
+        save_file(sd, to / 'model.safetensors', metadata={'format': 'pt'})
+        (to / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
+        if tok is not None: _save_tokenizer(tok, to, enc.config.max_len)
+    return write
 
 save_hf_bert = save_bert  # the name it had when bert-nb wrote another format
+
+# %% ../nbs/02_bert.ipynb #5bb397d7
+def _parts(model: nn.Module) -> dict[str, nn.Module]:
+    "The BERTs inside `model` by module path, outermost first (a BertForMLM's encoder is not a part itself)."
+    found: dict[str, nn.Module] = {}
+    for name, m in model.named_modules():
+        if isinstance(m, (BertEncoder, BertForMLM)) and not any(name.startswith(p + '.') for p in found):
+            found[name] = m
+    return found
+
+def _shared(model: nn.Module) -> list[list[str]]:
+    "The names under which one tensor appears more than once (a tied table), in state_dict order."
+    names: dict[int, list[str]] = {}
+    for k, v in model.state_dict(keep_vars=True).items(): names.setdefault(id(v), []).append(k)
+    return [ks for ks in names.values() if len(ks) > 1]
+
+def _in_part(key: str, parts) -> bool: return any(key.startswith(p + '.') for p in parts)
+
+# %% ../nbs/02_bert.ipynb #8d04efcc
+def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
+    """Save a model built of BERTs and heads in one directory, atomically: each BERT as `save_bert` writes it
+    (in a directory named by its module path), the rest in heads.safetensors, and parts.json."""
+    if not isinstance(model, nn.Module) or isinstance(model, (BertEncoder, BertForMLM)):
+        raise TypeError(f"model must be a module made of BERTs (one: save_bert), got {type(model).__name__}")
+    parts = _parts(model)
+    if not parts: raise ValueError(f"model ({type(model).__name__}) holds no BertEncoder or BertForMLM")
+    writers = {name: _bert_files(m, tok) for name, m in parts.items()}
+    sd, shared = model.state_dict(keep_vars=True), _shared(model)
+    stored = {id(v) for k, v in sd.items() if _in_part(k, parts)}  # in a part's directory already
+    heads = {}
+    for k, v in sd.items():
+        if id(v) not in stored: heads[k] = v.detach().cpu().contiguous(); stored.add(id(v))
+    meta = dict(format='bert-nb-parts', model=type(model).__name__,
+                parts={name: type(m).__name__ for name, m in parts.items()}, shared=shared)
+    def write(tmp: Path):
+        for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
+        save_file(heads, tmp / 'heads.safetensors', metadata={'format': 'pt'})
+        (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
+    return _write_dir(dir, write)
+
+# %% ../nbs/02_bert.ipynb #c92c5774
+def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
+    """Fill `model`, built as the saved one was, from a `save_parts` directory: bit for bit, its shared
+    tensors still shared. A model with other parts, weights or ties is refused before any weight changes."""
+    dir = Path(dir)
+    meta = _read_json(dir / 'parts.json')
+    if not isinstance(meta, dict) or meta.get('format') != 'bert-nb-parts':
+        raise ValueError(f"{dir / 'parts.json'} is not what save_parts writes")
+    parts, shared = {name: type(m).__name__ for name, m in _parts(model).items()}, _shared(model)
+    if meta.get('parts') != parts:
+        raise ValueError(f"{dir} holds the parts {meta.get('parts')}, the model given {parts}")
+    if meta.get('shared') != shared:
+        saved = meta['shared'] if isinstance(meta.get('shared'), list) else []
+        odd = [ks for ks in saved if ks not in shared] + [ks for ks in shared if ks not in saved]
+        raise ValueError(f"{dir}'s model shares {len(saved)} tensor(s), the model given {len(shared)}"
+                         f"{f' (not alike: {odd[0]})' if odd else ''}: build it as the saved one was built")
+    sd = _read_safetensors(dir / 'heads.safetensors')
+    for name, cls in parts.items():
+        part = _load_dir(dir / name, BertForMLM if cls == 'BertForMLM' else BertEncoder, True)
+        sd |= {f'{name}.{k}': v for k, v in part.state_dict().items()}
+    for names in shared:  # one tensor under several names: stored once, given to each
+        if have := [k for k in names if k in sd]: sd |= {k: sd[have[0]] for k in names}
+    want = model.state_dict()
+    bad = sorted(want.keys() ^ sd.keys()) + [k for k in want if k in sd and want[k].shape != sd[k].shape]
+    if bad: raise ValueError(f"{dir} does not fit the model given: {bad[:4]} (missing, extra or resized)")
+    model.load_state_dict(sd)
+    return model
 
 # %% ../nbs/02_bert.ipynb #d1a90003
 if not TYPE_CHECKING:  # a type checker sees this module's own names only: there, an old import is an error

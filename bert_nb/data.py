@@ -4,8 +4,9 @@
 
 # %% ../nbs/10_data.ipynb #d0da0012
 from __future__ import annotations
-import hashlib, itertools, json, os, shutil, tempfile, time, weakref
+import gzip, hashlib, importlib.resources, itertools, json, os, shutil, tempfile, time, weakref
 from pathlib import Path
+from typing import NamedTuple
 import numpy as np
 import torch
 import torch.nn as nn
@@ -14,11 +15,11 @@ from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids, _check_p, _check_int, _check_shares
 from .files import corpus_files, corpus_lines, _read_json, _like, _stem
 from .wordpiece import word_counts, train_vocab, _vocab_size
-from .pretrain import held_mask
+from .pretrain import DEFAULT_CORPUS, held_mask
 
 # %% auto #0
-__all__ = ['CHUNK', 'HELD_ROWS', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer', 'prepare_data', 'TokenRows',
-           'load_data', 'plot_memory']
+__all__ = ['CHUNK', 'HELD_ROWS', 'KJV_BOOKS', 'OLD_TESTAMENT', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer',
+           'prepare_data', 'TokenRows', 'load_data', 'plot_memory', 'Verse', 'kjv_verses']
 
 # %% ../nbs/10_data.ipynb #28ac195f
 def batch_stream(keys: list[str]) -> int:
@@ -134,14 +135,23 @@ def mlm_loader(data, collator: MLMCollator, batch_size: int, *, shuffle: bool = 
     sampler = _Epochs(len(data), shuffle, seed)
     return torch.utils.data.DataLoader(_Keyed(data), batch_size, sampler=sampler, collate_fn=collator, **kw)
 
+# %% ../nbs/10_data.ipynb #0175af11
 class ForTrainer(nn.Module):
-    "A BertForMLM as transformers' Trainer calls it: the collator's keys in, a dict with the loss out."
+    """A BertForMLM as transformers' Trainer calls it, with Trainer's defaults: the collator's keys in, a dict
+    with the loss out. Its state dict carries the model's config (`bert_nb_config`, JSON bytes), so that
+    `load_bert` reads the directory `trainer.save_model` writes."""
     def __init__(self, model: BertForMLM):
         super().__init__()
+        if not isinstance(model, BertForMLM):
+            raise TypeError(f"model must be a BertForMLM, got {type(model).__name__}")
         self.model = model
+        config = json.dumps(model.config.to_dict()).encode()
+        self.register_buffer('bert_nb_config', torch.tensor(list(config), dtype=torch.uint8))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> dict:
+                attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
+                text: object = None, key: object = None) -> dict:
+        "`text`, `key`: dataset columns the collator reads, named so that Trainer keeps them; never given."
         if labels is None: return {'logits': self.model(input_ids, token_type_ids, attention_mask)[0]}
         return {'loss': self.model.loss(input_ids, token_type_ids, attention_mask, labels)}
 
@@ -304,3 +314,25 @@ def plot_memory(bench: dict):
     ax.set_ylim(bottom=100)  # room below the lines for the legend
     ax.legend(fontsize=9, loc='lower right')
     return fig
+
+# %% ../nbs/10_data.ipynb #42719dcb
+KJV_BOOKS = importlib.resources.files('bert_nb') / 'data' / 'kjv_books.json'
+OLD_TESTAMENT = 39  # the first 39 books; the other 27 are the New Testament
+
+class Verse(NamedTuple):
+    "One line of the bundled corpus and where it stands."
+    book: str       # 'Genesis' ... 'Revelation'
+    chapter: int    # from 1
+    verse: int      # from 1
+    text: str
+    testament: str  # 'old' or 'new'
+
+def kjv_verses() -> list[Verse]:
+    "The bundled corpus (DEFAULT_CORPUS), a Verse for each of its 31,102 lines, in order."
+    with gzip.open(DEFAULT_CORPUS, 'rt', encoding='utf-8') as f: lines = f.read().splitlines()
+    books = _read_json(KJV_BOOKS)
+    refs = [(book, c, v, 'old' if i < OLD_TESTAMENT else 'new') for i, (book, chapters) in enumerate(books)
+            for c, n in enumerate(chapters, 1) for v in range(1, n + 1)]
+    if len(refs) != len(lines):
+        raise ValueError(f"{KJV_BOOKS} places {len(refs)} verses; the corpus has {len(lines)} lines")
+    return [Verse(book, c, v, text, side) for (book, c, v, side), text in zip(refs, lines)]

@@ -14,10 +14,11 @@ __all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
 def _constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
-def _read_json(path: Path) -> dict:
-    "A JSON file's value; anything that is not strict JSON (NaN, Infinity), or too deep or long, is refused."
-    if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
-    try: return json.loads(path.read_text(encoding='utf-8'), parse_constant=_constant)
+def _read_json(path: Path, text: bytes | None = None) -> dict:
+    """A JSON file's value (or that of `text`, bytes read from `path`); anything that is not strict JSON (NaN,
+    Infinity), or too deep or long, is refused."""
+    if text is None and not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
+    try: return json.loads((path.read_bytes() if text is None else text).decode(), parse_constant=_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
         why = 'nested too deeply' if isinstance(e, RecursionError) else e
         raise ValueError(f"{path} is not valid JSON: {why}") from None
@@ -122,7 +123,8 @@ def _recover(dir: Path):
 
 # %% ../nbs/11_files.ipynb #0a7f4a55
 MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.txt', 'tokenizer.json',
-               'tokenizer_config.json', 'special_tokens_map.json'}  # what a save replaces
+               'tokenizer_config.json', 'special_tokens_map.json',
+               'parts.json', 'heads.safetensors'}  # what a save replaces (save_parts: these two)
 
 def _like(tmp: Path, dir: Path):
     "Give `tmp` (a mkdtemp: mode 0700) the mode of the directory it replaces, or the umask's for a new one."
@@ -159,7 +161,7 @@ def _write_dir(dir: Path, write) -> Path:
             if src.is_dir() and not src.is_symlink():
                 shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
             else: os.link(src, tmp / name, follow_symlinks=False)
-        for f in tmp.iterdir():
+        for f in tmp.rglob('*'):  # a model of parts (save_parts) writes directories
             if f.is_file() and not f.is_symlink():
                 with open(f, 'rb') as fh: os.fsync(fh.fileno())
         new = tmp.with_name(tmp.name.replace('.tmp-', '.new-'))
