@@ -173,6 +173,29 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[name] = lambda f=f: api(f)
     c['fill top_k np.int64'] = lambda: api(lambda: P.fill(*P.load_model(model_dir), 'a [MASK]', np.int64(2)), bad=False)
     c['save_bert 250-character name'] = lambda: api(lambda: B.save_bert(mlm, tmp / ('m' * 250)), bad=False)
+    # models of parts, a pooler on request, transformers' keywords (#28)
+    class Pair(torch.nn.Module):
+        def __init__(self, share: bool = True):
+            super().__init__()
+            self.a, self.b = B.BertForMLM(cfg), B.BertEncoder(cfg)
+            if share: self.b.word_emb = self.a.encoder.word_emb
+    B.save_parts(Pair(), tmp / 'parts')
+    ones = torch.ones_like(ids)
+    for name, f in {'save_parts of a BERT': lambda: B.save_parts(enc, tmp / 'z'),
+                    'save_parts of no BERT': lambda: B.save_parts(torch.nn.Linear(2, 2), tmp / 'z'),
+                    'save_parts of a list': lambda: B.save_parts([], tmp / 'z'),
+                    'load_parts into a model sharing otherwise': lambda: B.load_parts(Pair(share=False), tmp / 'parts'),
+                    'load_parts of a model directory': lambda: B.load_parts(Pair(), model_dir),
+                    'load_parts missing': lambda: B.load_parts(Pair(), tmp / 'none'),
+                    'load_bert pooler "yes"': lambda: B.load_bert(model_dir, pooler='yes'),
+                    'load_bert BertForMLM pooler': lambda: B.load_bert(model_dir, B.BertForMLM, pooler=True),
+                    'encoder ids and input_ids': lambda: enc(ids, input_ids=ids),
+                    'encoder output_pooled without a pooler': lambda: enc(ids, output_pooled=True),
+                    'mlm attn_mask and attention_mask': lambda: mlm(ids, None, ones, attention_mask=ones),
+                    'ForTrainer of an encoder': lambda: D.ForTrainer(enc)}.items():
+        c[name] = lambda f=f: api(f)
+    c['load_parts'] = lambda: api(lambda: B.load_parts(Pair(), tmp / 'parts'), bad=False)
+    c['load_bert pooler=True'] = lambda: api(lambda: B.load_bert(model_dir, B.BertEncoder, pooler=True), bad=False)
     # files and prepared data
     for name, f in {'corpus_files []': lambda: F.corpus_files([]), 'corpus_files missing': lambda: F.corpus_files([tmp / 'none']),
                     'corpus_files empty dir': lambda: F.corpus_files([tmp / 'empty']),
