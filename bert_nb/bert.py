@@ -883,7 +883,8 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
     if not (pooler is None or isinstance(pooler, bool)):
         raise TypeError(f"pooler must be None, True or False, got {pooler!r}")
     if pooler is not None and cls is BertForMLM: raise ValueError("pooler: a BertForMLM has none")
-    model = _load_stable(Path(dir), cls or (BertEncoder if pooler is not None else None), strict)
+    cls = cls or (BertEncoder if pooler is not None else None)
+    model = _read_whole(Path(dir), lambda d: _load_dir(d, cls, strict))
     return model if pooler is None else _set_pooler(model, pooler)
 
 def _set_pooler(enc: BertEncoder, pooler: bool) -> BertEncoder:
@@ -898,19 +899,19 @@ def _set_pooler(enc: BertEncoder, pooler: bool) -> BertEncoder:
     return enc
 
 # %% ../nbs/02_bert.ipynb #ab7a46fd
-def _load_stable(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
-    "One model, read while no save swapped the directory (or after a save cut short was recovered)."
+def _read_whole(dir: Path, read):
+    "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
     for _ in range(100):  # a save swapped in another model while we read: read the new one
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
         if (at := _inode(dir)) is None:
             if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
                 raise FileNotFoundError(f"no model directory at {dir}")
             time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
-        try: model = _load_dir(dir, cls, strict)
+        try: got = read(dir)
         except (ValueError, FileNotFoundError):
             if _inode(dir) == at: raise
             continue
-        if _inode(dir) == at: return model
+        if _inode(dir) == at: return got
     raise ValueError(f"{dir} was replaced 100 times while it was read: saves in a loop?")
 
 def _inode(p: Path) -> tuple | None:
@@ -1008,6 +1009,16 @@ def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
     """Fill `model`, built as the saved one was, from a `save_parts` directory: bit for bit, its shared
     tensors still shared. A model with other parts, weights or ties is refused before any weight changes."""
     dir = Path(dir)
+    sd = _read_whole(dir, lambda d: _read_parts(model, d))  # one save's files, as load_bert reads
+    want = model.state_dict()
+    bad = sorted(want.keys() ^ sd.keys()) + [k for k in want if k in sd and want[k].shape != sd[k].shape]
+    if bad: raise ValueError(f"{dir} does not fit the model given: {bad[:4]} (missing, extra or resized)")
+    model.load_state_dict(sd)
+    return model
+
+# %% ../nbs/02_bert.ipynb #b6c169dc
+def _read_parts(model: nn.Module, dir: Path) -> dict:
+    "load_parts' reading: the state dict `dir` holds for `model`, once its parts and ties are found alike."
     meta = _read_json(dir / 'parts.json')
     if not isinstance(meta, dict) or meta.get('format') != 'bert-nb-parts':
         raise ValueError(f"{dir / 'parts.json'} is not what save_parts writes")
@@ -1025,11 +1036,7 @@ def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
         sd |= {f'{name}.{k}': v for k, v in part.state_dict().items()}
     for names in shared:  # one tensor under several names: stored once, given to each
         if have := [k for k in names if k in sd]: sd |= {k: sd[have[0]] for k in names}
-    want = model.state_dict()
-    bad = sorted(want.keys() ^ sd.keys()) + [k for k in want if k in sd and want[k].shape != sd[k].shape]
-    if bad: raise ValueError(f"{dir} does not fit the model given: {bad[:4]} (missing, extra or resized)")
-    model.load_state_dict(sd)
-    return model
+    return sd
 
 # %% ../nbs/02_bert.ipynb #d1a90003
 if not TYPE_CHECKING:  # a type checker sees this module's own names only: there, an old import is an error
