@@ -966,12 +966,13 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
 save_hf_bert = save_bert  # the name it had when bert-nb wrote another format
 
 # %% ../nbs/02_bert.ipynb #5bb397d7
+def _in_part(key: str, parts) -> bool: return any(key.startswith(p + '.') for p in parts)
+
 def _parts(model: nn.Module) -> dict[str, nn.Module]:
     "The BERTs inside `model` by module path, outermost first (a BertForMLM's encoder is not a part itself)."
     found: dict[str, nn.Module] = {}
     for name, m in model.named_modules():
-        if isinstance(m, (BertEncoder, BertForMLM)) and not any(name.startswith(p + '.') for p in found):
-            found[name] = m
+        if isinstance(m, (BertEncoder, BertForMLM)) and not _in_part(name, found): found[name] = m
     return found
 
 def _shared(model: nn.Module) -> list[list[str]]:
@@ -979,8 +980,6 @@ def _shared(model: nn.Module) -> list[list[str]]:
     names: dict[int, list[str]] = {}
     for k, v in model.state_dict(keep_vars=True).items(): names.setdefault(id(v), []).append(k)
     return [ks for ks in names.values() if len(ks) > 1]
-
-def _in_part(key: str, parts) -> bool: return any(key.startswith(p + '.') for p in parts)
 
 # %% ../nbs/02_bert.ipynb #8d04efcc
 def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:

@@ -10,6 +10,7 @@ from bert_nb.files import _read_json, _write_text
 from bert_nb.pretrain import fill, load_model
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
+from saving import saving
 
 EXE = Path(sys.executable).parent / 'bert-nb'
 TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '1', '--heads',
@@ -275,25 +276,16 @@ def test_an_old_config_without_a_class_loads_with_one_given(tmp_path):
     with pytest.raises(ValueError, match='names no bert-nb model class'): load_bert(d)
     assert type(load_bert(d, cls=BertForMLM if want == 'BertForMLM' else None or BertForMLM)).__name__ == 'BertForMLM'
 
-SAVER = '''
-import sys, time
+TWO_SIZES = '''
 from bert_nb.bert import BertConfig, BertForMLM, save_bert
 from bert_nb.rng import PCG32
 models = [BertForMLM(BertConfig(40, max_len=8, d_model=d, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0)) for d in (8, 16)]
-end = time.time() + float(sys.argv[2])
-while True:
-    for m in models: save_bert(m, sys.argv[1])
-    if time.time() > end: break
 '''
 
 def test_a_load_sees_one_whole_model_while_another_process_saves(tmp_path):
     "A saver swaps models of two sizes into one directory; every load gets one of them, whole."
     d = tmp_path / 'm'
-    subprocess.run([sys.executable, '-c', SAVER, str(d), '0'], check=True)  # one save of each
-    saver = subprocess.Popen([sys.executable, '-c', SAVER, str(d), '20'])
-    try:
-        sizes = {load_bert(d, BertForMLM).config.d_model for _ in range(300)}
-    finally: saver.kill(); saver.wait()
+    with saving(TWO_SIZES, 'save_bert', d): sizes = {load_bert(d, BertForMLM).config.d_model for _ in range(300)}
     assert sizes <= {8, 16}
 
 def test_names_too_long_to_extend_and_symlink_loops(tmp_path):

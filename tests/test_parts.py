@@ -13,6 +13,7 @@ from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, BertPooler, Encod
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from tol import encoder_tol, gamma
+from saving import saving
 
 transformers.logging.set_verbosity_error()
 CFG = BertConfig(40, max_len=16, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0)
@@ -185,8 +186,8 @@ def test_the_bundled_corpus_with_its_references():
     assert max(c for b, c in chapters if b == 'Genesis') == 50
     assert verses[23145][:3] == ('Matthew', 1, 1) and verses[23145].text.startswith('The book of the generation')
 
-PARTS_SAVER = '''
-import sys, time, torch
+MARKED = '''
+import torch
 from bert_nb.bert import BertConfig, BertForMLM, save_parts
 from bert_nb.rng import PCG32
 class Marked(torch.nn.Module):
@@ -195,25 +196,17 @@ class Marked(torch.nn.Module):
         self.bert = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(seed))
         self.register_buffer('mark', torch.tensor(seed))
 models = [Marked(0), Marked(1)]
-end = time.time() + float(sys.argv[2])
-while True:
-    for m in models: save_parts(m, sys.argv[1])
-    if time.time() > end: break
 '''
 
 def test_a_parts_load_sees_one_whole_model_while_another_process_saves(tmp_path):
     "A saver swaps two models of parts into one directory; every load gets one of them whole, its head with its BERT."
-    import subprocess, sys
-    scope = {}; exec(PARTS_SAVER.split('models =')[0], scope)
+    scope = {}; exec(MARKED, scope)
     Marked, d = scope['Marked'], tmp_path / 'm'
-    subprocess.run([sys.executable, '-c', PARTS_SAVER, str(d), '0'], check=True)
-    firsts = [Marked(s).bert.encoder.word_emb.weight[0, 0].item() for s in (0, 1)]
-    saver = subprocess.Popen([sys.executable, '-c', PARTS_SAVER, str(d), '20'])
-    try:
-        seen = set()
+    firsts = [m.bert.encoder.word_emb.weight[0, 0].item() for m in scope['models']]
+    seen = set()
+    with saving(MARKED, 'save_parts', d):
         for _ in range(100):
             m = load_parts(Marked(), d)
             assert m.bert.encoder.word_emb.weight[0, 0].item() == firsts[m.mark.item()]  # one save, not two
             seen.add(m.mark.item())
-    finally: saver.kill(); saver.wait()
     assert seen <= {0, 1}
