@@ -313,8 +313,8 @@ def _finish(r: _Run):
         budget = f"The {r.a.minutes:g}-minute budget allowed {r.step} steps here. " if r.a.minutes else ''
         warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not "
                       f"{LEARNED:.0%} above always guessing {word!r} ({base:.1%}). {budget}Train a fixed "
-                      "number of steps with --steps (the default model needs about 1,000 to leave the "
-                      "word-frequency plateau), or fewer --evals.", stacklevel=2)
+                      "number of steps with --steps (the default model leaves the word-frequency plateau "
+                      "between steps 200 and 400), or fewer --evals.", stacklevel=2)
 
 # %% ../nbs/12_command.ipynb #b042a4f1
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,

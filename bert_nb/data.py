@@ -12,7 +12,8 @@ import torch
 import torch.nn as nn
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
-from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids, _check_p, _check_int, _check_shares
+from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
+from .checks import _check_p, _check_int, _check_shares
 from .files import corpus_files, corpus_lines, _read_json, _like, _stem
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask

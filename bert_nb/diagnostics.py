@@ -8,8 +8,8 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from .bert import (ACTIONS, BertEncoder, BertForMLM, BertLayer, _check_ids, _check_shares,
-                          _check_special, _to_numpy, _word_starts, mlm_mask)
+from .bert import ACTIONS, BertEncoder, BertForMLM, BertLayer, _word_starts, mlm_mask
+from .checks import _check_ids, _check_shares, _check_special, _to_numpy
 
 # %% auto #0
 __all__ = ['SHOWN', 'shown_grid', 'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'word_mask_stats',

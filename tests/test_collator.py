@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
-from bert_nb.bert import mlm_mask, mask_shares, mask_chi2, BertConfig, BertForMLM, word_mask_stats, special_ids
+from bert_nb.bert import mlm_mask, BertConfig, BertForMLM, special_ids
+from bert_nb.diagnostics import mask_shares, mask_chi2, word_mask_stats
 from bert_nb.data import MLMCollator, mlm_loader, ForTrainer, batch_stream
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer

@@ -51,3 +51,22 @@ def test_a_stale_figure_fails(tmp_path):
     cell.outputs = []
     nbformat.write(nb, tmp_path / 'x.ipynb')
     assert 'stores no figure' in stale(tmp_path / 'x.ipynb')[0]
+
+def test_docs_check_flags_escape_codes_and_temporary_paths():
+    "An output with a terminal's colour codes or a temporary directory fails the site's check (#34); plain ones pass."
+    from docs_check import output_problems
+    assert output_problems('\x1b[1mBertModel LOAD REPORT\x1b[0m') and output_problems('[1mkey[0m | status')
+    assert output_problems('saved to /tmp/tmpab3x9_qz/kjv') and output_problems('written to tmpk2j4h8ax/model')
+    assert output_problems('UserWarning: the run did not learn')
+    assert not output_problems('held-out accuracy 40.0% after 2,719 steps [x86_64, 2 cores]: 8,192 tokens')
+
+def test_the_site_build_finds_a_stale_stored_output():
+    "A stored output that the code no longer prints fails the site's build (#34); a cell marked `varies:` is exempt."
+    import nbformat
+    from nbrun import stale_outputs
+    def nb(printed: str, head: str = ''):
+        out = nbformat.v4.new_output('stream', name='stdout', text=printed)
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(head + 'print(x)', outputs=[out])])
+    assert stale_outputs(nb('god watered\n'), nb('god watered\n')) == []
+    assert 'god zilpah' in stale_outputs(nb('god zilpah\n'), nb('god watered\n'))[0]
+    assert stale_outputs(nb('12 ms\n', '#| varies: a time\n'), nb('15 ms\n', '#| varies: a time\n')) == []

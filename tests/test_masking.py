@@ -315,7 +315,7 @@ def test_fast_path_retries_a_short_block(n):
 
 def test_a_pick_rate_figure_draws_the_rates_it_is_given():
     "A float tensor reaches the figure as its values (it once arrived as zeros, and the heatmap showed 0 everywhere)."
-    from bert_nb.bert import plot_pick_rate
+    from bert_nb.diagnostics import plot_pick_rate
     rate, special = torch.tensor([[0.0, 0.1, 0.25], [0.0, 0.2, 0.0]], dtype=torch.float64), torch.tensor([[1, 0, 0], [1, 0, 1]]).bool()
     fig = plot_pick_rate(rate, special, 0.15)
     drawn = fig.axes[0].images[0].get_array()

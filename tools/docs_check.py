@@ -48,6 +48,15 @@ INSPECT = """() => {
 }"""
 
 MIN_TEXT_PX = 9  # the smallest text a figure may show at 1280 px: the em of its smallest font, in CSS pixels
+ANSI = re.compile(r'\x1b|\[[0-9;]{1,8}m')  # a terminal's colour codes: ESC, or what is left when ESC is dropped
+TEMP = re.compile(r'(?:/tmp|/var/tmp|/var/folders|/private/var)/\S*|\btmp[a-z0-9_]{8}\b')  # tempfile's names
+
+def output_problems(text: str) -> list[str]:
+    "What a reader must not see in an output: a warning, a terminal's escape codes, a temporary path."
+    found = [f'a warning in an output: {w}' for w in re.findall(r'\w*Warning\b[^\n]{0,60}', text)]
+    found += [f'terminal escape codes in an output: {m.group()!r}' for m in ANSI.finditer(text)][:1]
+    found += [f'a temporary path in an output: {m.group()}' for m in TEMP.finditer(text)][:1]
+    return found
 
 def figure(f: dict, say):
     "A figure needs alt text that describes it, a caption, and text no smaller than MIN_TEXT_PX as the page shows it."
@@ -88,7 +97,7 @@ def check(site: Path = SITE) -> int:
             for f in r['figures']: figure(f, say)
             if str(ROOT) in r['text']: say(f'the build machine\'s path {ROOT} is on the page')
             for o in r['outputs']:
-                for w in re.findall(r'\w*Warning\b[^\n]{0,60}', o): say(f'a warning in an output: {w}')
+                for what in output_problems(o): say(what)
             if r['copyable']: say(f"{r['copyable']} output block(s) with a copy button: outputs are not code to copy")
             for e in errors: say(f'script error: {e}')
         page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)

@@ -81,6 +81,35 @@ def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False):
     for c in skipped: c.metadata['tags'].remove('skip-execution')
     return nb
 
+def text_output(cell) -> str:
+    "What a code cell printed and returned, as text (its figures aside)."
+    out = []
+    for o in cell.get('outputs', []):
+        if o['output_type'] == 'stream': out.append(''.join(o['text']))
+        elif o['output_type'] in ('execute_result', 'display_data') and 'image/png' not in o.get('data', {}):
+            out.append(''.join(o.get('data', {}).get('text/plain', '')))
+    return ''.join(out)
+
+def stale_outputs(stored, ran) -> list[str]:
+    """The cells whose stored text output is not what their code prints now: a reader of the notebook would see
+    numbers the code no longer makes. Cells stored without output, skipped cells, and cells whose output changes
+    from run to run by nature (a time; marked `#| varies: why`) aside."""
+    return [f"cell {a.get('id')}: stored {text_output(a).strip()[:120]!r}, now {text_output(b).strip()[:120]!r}"
+            for a, b in zip(stored.cells, ran.cells) if _stale(a, b)]
+
+def _stale(a, b) -> bool:
+    "Cell `a`, as stored, holds a text output that `b`, the same cell run now, does not print."
+    if a.cell_type != 'code' or not a.get('outputs') or 'skip-execution' in b.metadata.get('tags', []): return False
+    return 'varies:' not in directives(a) and text_output(a).strip() != text_output(b).strip()
+
+def refresh(nb_path: Path):
+    "Run the notebook in a kernel and store the new outputs of the cells whose stored text output is stale."
+    ran, nb = in_kernel(nb_path), nbformat.read(nb_path, as_version=4)
+    cells = [(c, r) for c, r in zip(nb.cells, ran.cells) if _stale(c, r)]
+    for c, r in cells: c.outputs = r.outputs
+    nbformat.write(nb, nb_path)
+    print(f'{nb_path}: stored the new outputs of {len(cells)} cell(s)')
+
 def made_by(source: str) -> str:
     """A digest of what drew a slow cell's figures: the cell's code (not its directives, such as the caption) and every
     function of bert_nb its `plot_*` calls reach. Stored beside the figures when the slow cells run, so that a test
@@ -122,8 +151,10 @@ if __name__ == '__main__':
     g.add_argument('--readme', nargs=2, metavar=('NB', 'OUT'))
     g.add_argument('--inplace', action='store_true', help='run the notebooks (not their slow cells), store outputs')
     g.add_argument('--slow', action='store_true', help="run the notebooks in a kernel, store their slow cells' outputs")
+    g.add_argument('--refresh', action='store_true', help='run the notebooks in a kernel, store the stale outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
     elif a.slow: [run_slow(p) for p in a.nbs]
+    elif a.refresh: [refresh(p) for p in a.nbs]
     else: inplace(a.nbs)

@@ -14,15 +14,16 @@ import nbformat
 from markdown.extensions.toc import slugify
 from nbconvert import MarkdownExporter
 from nbconvert.preprocessors import TagRemovePreprocessor
-from nbrun import root, in_kernel, directives, strip_directives
+from nbrun import root, in_kernel, directives, strip_directives, stale_outputs
 
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '10_data', '11_files', '12_command',
-            '13_diagnostics', '14_speed']
+            '13_diagnostics', '14_speed', '15_checks']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
            'data': '10_data', 'files': '11_files', 'command': '12_command',
-           'diagnostics': '13_diagnostics', 'speed': '14_speed'}
+           'diagnostics': '13_diagnostics', 'speed': '14_speed',
+           'checks': '15_checks'}
 SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
@@ -145,15 +146,21 @@ def assets(dest: Path):
 def build(execute_nbs: bool = True):
     if SRC.exists(): shutil.rmtree(SRC)
     SRC.mkdir(parents=True)
-    def run(stem: str):  # Run All, in a real kernel
+    stale = []
+    def run(stem: str):  # Run All, in a real kernel; a stored output the code no longer prints is an error
         p = root / 'nbs' / f'{stem}.ipynb'
-        return in_kernel(p) if execute_nbs else nbformat.read(p, as_version=4)
+        if not execute_nbs: return nbformat.read(p, as_version=4)
+        nb = in_kernel(p)
+        stale.extend(f'{stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), nb))
+        return nb
     # two kernels at a time on one thread each: two of two threads each fought over two cores and took longer
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     with ThreadPoolExecutor(2) as ex:
         for stem, nb in zip(CHAPTERS, ex.map(run, CHAPTERS)):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
             print(f'page {stem}.md')
+    if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
+                               '`python tools/nbrun.py --refresh NB`):\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
     assets(SRC / 'assets')
     subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '--strict', '-f', str(root / 'mkdocs.yml')],
