@@ -8,6 +8,8 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.func import vjp, vmap
+from torch.nn.attention import sdpa_kernel, SDPBackend
 from .bert import ACTIONS, BertEncoder, BertForMLM, BertLayer, _word_starts, mlm_mask
 from .checks import _check_ids, _check_shares, _check_special, _to_numpy
 
@@ -297,28 +299,30 @@ def plot_position_loss(loss: torch.Tensor, vocab: int):
     ax.legend(fontsize=8)
     return fig
 
-# %% ../nbs/13_diagnostics.ipynb #b0433d6d
+# %% ../nbs/13_diagnostics.ipynb #f27e3e52
 def attention_reach(encoder: BertEncoder, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
                     causal: bool = False, samples: int | None = None) -> torch.Tensor:
-    "(T, T) norms of d output_i / d input-embedding_j for one sequence `ids` (T,); causal adds a GPT's mask."
+    """(T, T) norms of d output_i / d input-embedding_j for one sequence `ids` (T,); causal adds a GPT's mask.
+    Exact (every direction of each output), or from `samples` random directions; in one batched call."""
     T = ids.shape[-1]
     if attn_mask is None: real = torch.ones(T, dtype=torch.bool, device=ids.device)
     else: real = attn_mask.reshape(T).bool()
     reads = real[None, :].expand(T, T)
     if causal: reads = reads & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-    h0 = encoder.embed(ids.reshape(1, T)).detach().requires_grad_()
-    h = h0
-    for layer in encoder.layers: h = layer(h, reads[None])
-    d = h.shape[-1]
+    def out(h: torch.Tensor) -> torch.Tensor:
+        for layer in encoder.layers: h = layer(h, reads[None])
+        return h[0]
+    h0 = encoder.embed(ids.reshape(1, T)).detach()
+    d = h0.shape[-1]
     # exact: the d basis directions, summed; `samples`: random directions v (mean |v.J|^2 estimates |J|_F^2)
     if samples is None: dirs = torch.eye(d, device=ids.device)
     else: dirs = torch.randn(samples, d, generator=torch.Generator().manual_seed(0)).to(ids.device)
-    reach = torch.zeros(T, T, device=ids.device)
-    for i in range(T):
-        for v in dirs:
-            g, = torch.autograd.grad(h[0, i] @ v, h0, retain_graph=True)
-            reach[i] += g[0].pow(2).sum(-1)
-    return (reach / (1 if samples is None else samples)).sqrt().detach()
+    K = len(dirs)
+    with sdpa_kernel(SDPBackend.MATH): _, pull = vjp(out, h0)  # math attention: its backward batches
+    cot = torch.zeros(T, K, T, d, device=ids.device)           # for output i, direction k: v_k at row i
+    cot[torch.arange(T), :, torch.arange(T)] = dirs
+    g, = vmap(pull)(cot.reshape(T * K, T, d))                  # every v.J at once: (T*K, 1, T, d)
+    return (g.reshape(T, K, T, d).pow(2).sum((1, 3)) / (1 if samples is None else K)).sqrt().detach()
 
 # %% ../nbs/13_diagnostics.ipynb #f42cf48f
 def plot_attention_reach(bert: torch.Tensor, causal: torch.Tensor, tokens: list[str] | None = None):
