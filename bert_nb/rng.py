@@ -5,6 +5,7 @@
 # %% ../nbs/00_rng.ipynb #c9bfff41
 from __future__ import annotations
 import math, numbers
+from typing import TYPE_CHECKING
 import numpy as np
 
 # %% auto #0
@@ -41,10 +42,6 @@ class _LCG:
         self.state = (self.state + seed) & MASK64
         self._step()
     def _step(self): self.state = (self.state * MULT + self.inc) & MASK64
-    def advance(self, delta: int) -> None:
-        "Jump `delta` draws ahead (back, if negative) in O(log |delta|): see 'Jumping ahead'."
-        a, c = _jump(_check_int('delta', delta), self.inc)
-        self.state = (a * self.state + c) & MASK64
     def copy(self) -> PCG32:
         "An independent generator at the same point of the same stream."
         g = PCG32.__new__(PCG32)
@@ -73,18 +70,10 @@ class PCG32(_LCG):
         while True:
             r = self.next_u32()
             if r >= threshold: return r % n
-    def u32s(self, n: int) -> np.ndarray:
-        "n draws as a uint32 array, equal to n `next_u32()` calls, leaving the generator where they would."
-        n = _check_int('n', n)
-        if n < 0: raise ValueError(f"n must be >= 0, got {n}")
-        if n == 0: return np.zeros(0, np.uint32)
-        a, c = _cached_tables(n, self.inc)  # see 'Whole blocks at once'
-        states = a * np.uint64(self.state) + c
-        self.advance(n)
-        return _outputs(states)
-    def uniforms(self, n: int) -> np.ndarray:
-        "n `uniform()` draws as a float64 array."
-        return self.u32s(n) / 4294967296.0
+    if TYPE_CHECKING:  # written in the sections that explain them: 'Jumping ahead', 'Whole blocks at once'
+        def advance(self, delta: int) -> None: ...
+        def u32s(self, n: int) -> np.ndarray: ...
+        def uniforms(self, n: int) -> np.ndarray: ...
 
 # %% ../nbs/00_rng.ipynb #e027c417
 def _jump(delta: int, inc: int) -> tuple[int, int]:
@@ -96,6 +85,15 @@ def _jump(delta: int, inc: int) -> tuple[int, int]:
         plus, mult = (mult + 1) * plus & MASK64, mult * mult & MASK64
         delta >>= 1
     return acc_mult, acc_plus
+
+# %% ../nbs/00_rng.ipynb #31969826
+def advance(self: PCG32, delta: int) -> None:
+    "Jump `delta` draws ahead (back, if negative) in O(log |delta|)."
+    a, c = _jump(_check_int('delta', delta), self.inc)
+    self.state = (a * self.state + c) & MASK64
+
+PCG32.advance = advance  # a method of the generator, written here beside the jump it makes
+del advance
 
 # %% ../nbs/00_rng.ipynb #8fe020af
 def _tables(n: int, inc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +121,24 @@ def _outputs(old: np.ndarray) -> np.ndarray:
     x = (((old >> np.uint64(18)) ^ old) >> np.uint64(27)).astype(np.uint32)
     r = (old >> np.uint64(59)).astype(np.uint32)
     return (x >> r) | (x << ((np.uint32(32) - r) & np.uint32(31)))
+
+# %% ../nbs/00_rng.ipynb #97944e9e
+def u32s(self: PCG32, n: int) -> np.ndarray:
+    "n draws as a uint32 array, equal to n `next_u32()` calls, leaving the generator where they would."
+    n = _check_int('n', n)
+    if n < 0: raise ValueError(f"n must be >= 0, got {n}")
+    if n == 0: return np.zeros(0, np.uint32)
+    a, c = _cached_tables(n, self.inc)
+    states = a * np.uint64(self.state) + c
+    self.advance(n)
+    return _outputs(states)
+
+def uniforms(self: PCG32, n: int) -> np.ndarray:
+    "n `uniform()` draws as a float64 array."
+    return self.u32s(n) / 4294967296.0
+
+PCG32.u32s, PCG32.uniforms = u32s, uniforms  # methods, written here with the tables they read
+del u32s, uniforms
 
 # %% ../nbs/00_rng.ipynb #e0c0e3dc
 def belows(rng: PCG32, ns) -> np.ndarray:

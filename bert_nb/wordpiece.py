@@ -4,9 +4,10 @@
 
 # %% ../nbs/01_wordpiece.ipynb #9d80bf56
 from __future__ import annotations
-import heapq, itertools, json, os
+import heapq, itertools, os
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from .files import _read_json
 
@@ -158,11 +159,9 @@ class WordPieceTokenizer(_WordPiece):
         """Load a BERT `vocab.txt` (one token a line, the line number is the id), or a model directory's (its
         vocab.txt, else its tokenizer.json); `lowercase`: as its tokenizer_config.json says, else True."""
         return cls.from_tokens(*_read_vocab(Path(path), lowercase))
-    @classmethod
-    def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer:
-        "A WordPiece vocab of `vocab_size` tokens learned from texts (`train_vocab`); specials: ids 0-4."
-        vocab_size = _vocab_size(vocab_size)
-        return cls.from_tokens(train_vocab(word_counts(texts, lowercase), vocab_size), lowercase)
+    if TYPE_CHECKING:  # written in the section that explains it, 'Training a vocabulary'
+        @classmethod
+        def train(cls, texts, vocab_size: int, lowercase: bool = True) -> WordPieceTokenizer: ...
     def tokens(self) -> list[str]:
         "Every token, in id order (what `vocab.txt` holds)."
         vocab = self.tok.get_vocab()
@@ -244,6 +243,16 @@ def train_vocab(counts: dict[str, int], vocab_size: int) -> list[str]:
         if len(vocab) >= vocab_size: break
         if (new := a + b[2:]) not in known: vocab.append(new); known.add(new)
     return vocab[:max(vocab_size, len(SPECIALS))]
+
+# %% ../nbs/01_wordpiece.ipynb #af92d5a0
+def train(cls: type[WordPieceTokenizer], texts, vocab_size: int,
+          lowercase: bool = True) -> WordPieceTokenizer:
+    "A WordPiece vocab of `vocab_size` tokens learned from texts (`train_vocab`); specials: ids 0-4."
+    vocab_size = _vocab_size(vocab_size)
+    return cls.from_tokens(train_vocab(word_counts(texts, lowercase), vocab_size), lowercase)
+
+WordPieceTokenizer.train = classmethod(train)  # a constructor, written here with the trainer it runs
+del train
 
 # %% ../nbs/01_wordpiece.ipynb #f3a1c0e0
 def plot_merges(seen: list[int], words: int):

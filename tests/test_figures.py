@@ -70,3 +70,12 @@ def test_the_site_build_finds_a_stale_stored_output():
     assert stale_outputs(nb('god watered\n'), nb('god watered\n')) == []
     assert 'god zilpah' in stale_outputs(nb('god zilpah\n'), nb('god watered\n'))[0]
     assert stale_outputs(nb('12 ms\n', '#| varies: a time\n'), nb('15 ms\n', '#| varies: a time\n')) == []
+
+def test_docs_check_flags_a_figure_that_a_phone_cannot_open_full_size():
+    "At 390 px a figure's text is too small to read: it must be a link to itself full size (#34)."
+    from docs_check import on_phone
+    said, f = [], dict(src='02_bert_files/x.png', link='', text_px=12.0, shown=358, natural=1100)
+    on_phone(f, said.append)
+    assert said and 'no link to itself full size' in said[0] and '3.9 px' in said[0]
+    said.clear(); on_phone(f | dict(link='02_bert_files/x.png'), said.append); assert said == []
+    on_phone(f | dict(link='02_bert_files/x.png', text_px=7.0), said.append); assert 'smallest text is 7.0 px' in said[0]

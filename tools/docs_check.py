@@ -2,8 +2,9 @@
 reader would see broken: a formula MathJax could not typeset or left as raw TeX, an image that does not load, an
 internal link to a page or anchor that does not exist, a code block wider than its column, a missing title, a script
 error, a search box that finds nothing, any request for something outside the site, this machine's path on a page,
-a warning in a cell's output, a copy button on an output, or a figure without alt text or caption or with text under
-9 px as the page shows it. Saves a screenshot of the top of every page to _docs/screens/.
+a warning, terminal escape codes or a temporary path in a cell's output, a copy button on an output, a figure without
+alt text or caption or with text under 9 px as the page shows it, or, at a phone's 390 px, a figure that does not
+open full size. Saves a screenshot of the top of every page to _docs/screens/.
 """
 import re, shutil, sys
 from pathlib import Path
@@ -34,7 +35,8 @@ INSPECT = """() => {
   const images = [...document.querySelectorAll('.md-content img')];
   const figures = images.map(i => ({src: i.getAttribute('src'), alt: i.getAttribute('alt') || '',
     caption: (i.closest('figure')?.querySelector('figcaption')?.textContent || '').trim(),
-    text_px: parseFloat(i.dataset.textPx), shown: i.clientWidth, natural: i.naturalWidth}));
+    text_px: parseFloat(i.dataset.textPx), shown: i.clientWidth, natural: i.naturalWidth,
+    link: i.closest('a')?.getAttribute('href') || ''}));
   return {
     title: document.title.trim(), h1: !!document.querySelector('.md-content h1'),
     formulas: jax.length, bad, raw, wide,
@@ -68,6 +70,14 @@ def figure(f: dict, say):
         say(f"{name}: text at {px:.1f} px (under {MIN_TEXT_PX}): the image is {f['natural']} px wide, shown at "
             f"{f['shown']} px, its smallest text {f['text_px']} px")
 
+PHONE = dict(viewport={'width': 390, 'height': 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
+
+def on_phone(f: dict, say):
+    "At 390 px a figure is shown too small to read: it must open full size, where its text is MIN_TEXT_PX or more."
+    name, px = f['src'].rsplit('/', 1)[-1], f['text_px'] * f['shown'] / f['natural'] if f['natural'] else 0
+    if f['link'] != f['src']: say(f'{name}: at 390 px its text is {px:.1f} px, and it is no link to itself full size')
+    elif f['text_px'] < MIN_TEXT_PX: say(f"{name}: full size, its smallest text is {f['text_px']} px")
+
 def check(site: Path = SITE) -> int:
     pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')
     if not pages: raise SystemExit(f"no pages in {site}: run `make docs` first")
@@ -100,6 +110,16 @@ def check(site: Path = SITE) -> int:
                 for what in output_problems(o): say(what)
             if r['copyable']: say(f"{r['copyable']} output block(s) with a copy button: outputs are not code to copy")
             for e in errors: say(f'script error: {e}')
+        phone = browser.new_context(**PHONE)  # a phone's screen: every figure reachable at a readable size
+        phone.route('**/*', lambda route: route.continue_() if route.request.url.startswith('file:')
+                    else (outside.append(route.request.url), route.abort()))
+        for p in pages:
+            page = phone.new_page()
+            page.goto(p.as_uri(), wait_until='load')
+            figs = page.evaluate(INSPECT)['figures']
+            if figs: page.locator('.md-content figure').first.screenshot(path=str(shots / f'phone-{p.stem}.png'))
+            page.close()
+            for f in figs: on_phone(f, lambda what: problems.append(f'{p.name}: {what}'))
         page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)
         page.goto((site / 'index.html').as_uri(), wait_until='load')
         page.fill('input.md-search__input', 'attention reach')

@@ -72,7 +72,7 @@ def sections(stem: str) -> list[tuple[str, str]]:
 
 def defined_in(name: str, cells, owner: str | None = None) -> str:
     "The heading of the section whose exported code defines `name` (a method: in its class or patched onto it)."
-    pats = [rf'^\s*def {name}\(self: {owner}\b', rf'^class {owner}\b'] if owner else \
+    pats = [rf'^\s*def {name}\((self: |cls: type\[){owner}\b', rf'^class {owner}\b'] if owner else \
            [rf'^(def|class) {name}\b', rf'^{name}\s*[:=]', rf'^[\w, ]*\b{name}\b[\w, ]* = ']
     for p in pats:
         for heading, src in cells:
