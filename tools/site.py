@@ -7,7 +7,7 @@ and math go through the same Markdown pipeline as every other page. Everything a
 copied beside it: MathJax 2.7 from PyPI's jupyter-server-mathjax, the iframe-worker shim that file:// search needs
 from the npm registry. Nothing is fetched from a network when the pages are read.
 """
-import argparse, html, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile
+import argparse, html, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import nbformat
@@ -149,16 +149,17 @@ def build(execute_nbs: bool = True):
     stale = []
     def run(stem: str):  # Run All, in a real kernel; a stored output the code no longer prints is an error
         p = root / 'nbs' / f'{stem}.ipynb'
-        if not execute_nbs: return nbformat.read(p, as_version=4)
+        if not execute_nbs: return nbformat.read(p, as_version=4), None
+        t = time.perf_counter()
         nb = in_kernel(p)
         stale.extend(f'{stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), nb))
-        return nb
+        return nb, time.perf_counter() - t
     # two kernels at a time on one thread each: two of two threads each fought over two cores and took longer
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     with ThreadPoolExecutor(2) as ex:
-        for stem, nb in zip(CHAPTERS, ex.map(run, CHAPTERS)):
+        for stem, (nb, secs) in zip(CHAPTERS, ex.map(run, CHAPTERS)):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
-            print(f'page {stem}.md')
+            print(f'page {stem}.md' + (f' (Run All, slow cells skipped: {secs:.0f} s)' if secs else ''))
     if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
                                '`python tools/nbrun.py --refresh NB`):\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
