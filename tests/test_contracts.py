@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import bert_nb.command as command
-from bert_nb.bert import BertAttention, BertConfig, BertForMLM, mlm_mask, special_ids
+from bert_nb.bert import BertAttention, BertConfig, BertEncoder, BertForMLM, mlm_mask, special_ids
 from bert_nb.pretrain import (RunArgs, evaluate, pack_rows, split_lines, read_corpus, fill, DEFAULT_CORPUS,
                               _step, MLMLoss, make_optimizer)
 from bert_nb.command import train, main
@@ -45,6 +45,17 @@ def test_attention_weights_drop_out_in_training():
     assert torch.equal(a, b)
     att.train(); c = att(h)
     assert (c - a).abs().max() > 1e-3
+
+@pytest.mark.parametrize('padded', [False, True])
+def test_the_encoder_drops_attention_weights_out_in_training(padded):
+    "The encoder's own path (appendix 14: every position, or the real tokens only) drops attention weights out too."
+    torch.manual_seed(0)
+    cfg = BertConfig(50, max_len=8, d_model=16, n_heads=4, n_layers=1, d_ff=32, dropout=0.0, attn_dropout=0.5)
+    enc, ids = BertEncoder(cfg), torch.randint(5, 50, (2, 6))
+    mask = torch.ones_like(ids); mask[1, 4:] = 0 if padded else 1
+    enc.eval(); a, b = enc(ids, attn_mask=mask), enc(ids, attn_mask=mask)
+    enc.train(); c = enc(ids, attn_mask=mask)
+    assert torch.equal(a, b) and (c - a)[mask.bool()].abs().max() > 1e-3  # the only dropout: on the weights
 
 @pytest.fixture(scope='module')
 def tok() -> WordPieceTokenizer:
