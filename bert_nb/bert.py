@@ -12,7 +12,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import save_file
 from .rng import PCG32, sample_categorical, normal_init
 from .wordpiece import SPECIALS, WordPieceTokenizer
 
@@ -24,7 +23,8 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import _read_json, _read_safetensors, _read_bin, _recover, _saves, _write_dir
+from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, _write_dir,
+                           _write_safetensors)
 from .speed import run_layers, _gelu
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
@@ -778,7 +778,7 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
         'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True,
         'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
     def write(to: Path):
-        save_file(sd, to / 'model.safetensors', metadata={'format': 'pt'})
+        _write_safetensors(to / 'model.safetensors', sd)
         (to / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
         if tok is not None: _save_tokenizer(tok, to, enc.config.max_len)
     return write
@@ -819,7 +819,7 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
                 parts={name: type(m).__name__ for name, m in parts.items()}, shared=shared)
     def write(tmp: Path):
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
-        save_file(heads, tmp / 'heads.safetensors', metadata={'format': 'pt'})
+        _write_safetensors(tmp / 'heads.safetensors', heads)
         (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
     return _write_dir(dir, write)
 

@@ -10,18 +10,24 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
 
-# %% ../nbs/11_files.ipynb #f11e0015
-def _constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
+# %% ../nbs/11_files.ipynb #273b58c8
+def _readable(path: Path):
+    "A file there that this account may not read is refused as that, not blamed on the file's contents."
+    if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
+    if not os.access(path, os.R_OK):
+        st = path.stat()
+        raise PermissionError(f"{path}: permission denied: its mode is {stat.filemode(st.st_mode)} "
+                              f"(owner uid {st.st_uid}); its owner can let others read it (chmod a+r)")
 
-def _read_json(path: Path, text: bytes | None = None) -> dict:
-    """A JSON file's value (or that of `text`, bytes read from `path`); anything that is not strict JSON (NaN,
-    Infinity), or too deep or long, is refused."""
-    if text is None and not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
-    try: return json.loads((path.read_bytes() if text is None else text).decode(), parse_constant=_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
-        why = 'nested too deeply' if isinstance(e, RecursionError) else e
-        raise ValueError(f"{path} is not valid JSON: {why}") from None
+def _umask() -> int:
+    mask = os.umask(0); os.umask(mask)  # the only way to read it: set it and put it back
+    return mask
+
+def _write_safetensors(path: Path, tensors: dict):
+    "safetensors' save_file, then the mode `open` gives a new file (0666 less the umask), not its 0600."
+    from safetensors.torch import save_file
+    save_file(tensors, path, metadata={'format': 'pt'})
+    os.chmod(path, 0o666 & ~_umask())
 
 def _write_text(path: Path, text: str):
     "Write `path` whole or not at all: a temporary file beside it, renamed over it (removed if that fails)."
@@ -33,8 +39,21 @@ def _write_text(path: Path, text: str):
         tmp.unlink(missing_ok=True)
         raise
 
+# %% ../nbs/11_files.ipynb #f11e0015
+def _constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+def _read_json(path: Path, text: bytes | None = None) -> dict:
+    """A JSON file's value (or that of `text`, bytes read from `path`); anything that is not strict JSON (NaN,
+    Infinity), or too deep or long, is refused."""
+    if text is None: _readable(path)
+    try: return json.loads((path.read_bytes() if text is None else text).decode(), parse_constant=_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
+        why = 'nested too deeply' if isinstance(e, RecursionError) else e
+        raise ValueError(f"{path} is not valid JSON: {why}") from None
+
 def _read_safetensors(path: Path) -> dict:
-    if not path.is_file(): raise FileNotFoundError(f"no {path.name} at {path}")
+    _readable(path)
     from safetensors.torch import load_file  # here, not above: the tokenizer imports this module, not torch
     try: return load_file(path)
     except Exception as e:
@@ -43,6 +62,7 @@ def _read_safetensors(path: Path) -> dict:
 def _read_bin(path: Path) -> dict:
     "A pytorch_model.bin state dict, read with weights_only=True: no pickled code runs."
     import torch
+    _readable(path)
     try: sd = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
@@ -128,9 +148,7 @@ MODEL_FILES = {'config.json', 'model.safetensors', 'pytorch_model.bin', 'vocab.t
 
 def _like(tmp: Path, dir: Path):
     "Give `tmp` (a mkdtemp: mode 0700) the mode of the directory it replaces, or the umask's for a new one."
-    if dir.is_dir(): mode = stat.S_IMODE(dir.stat().st_mode)
-    else: umask = os.umask(0); os.umask(umask); mode = 0o777 & ~umask
-    os.chmod(tmp, mode)
+    os.chmod(tmp, stat.S_IMODE(dir.stat().st_mode) if dir.is_dir() else 0o777 & ~_umask())
 
 def _exchange(a: Path, b: Path) -> bool:
     "Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the OS or filesystem cannot."

@@ -1,0 +1,64 @@
+"""Files others can read (#36): a save's files and directories take the modes `open` and `mkdir` give under the
+umask (safetensors wrote its weights 0600), another account loads the model, and one that may not read a file is
+told so, not told that the file is corrupt."""
+import os, stat, subprocess, sys, tempfile, textwrap
+from pathlib import Path
+import pytest
+import torch.nn as nn
+from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, save_bert, save_parts
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
+
+CFG = BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+TOK = WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'w{i}' for i in range(35)])
+
+class Pair(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gen, self.disc, self.head = BertForMLM(CFG, PCG32(1)), BertEncoder(CFG, PCG32(2)), nn.Linear(8, 1)
+
+def saves(root: Path, umask: int) -> list[Path]:
+    "A BertForMLM, an encoder and a model of parts, saved under `umask`."
+    old = os.umask(umask)
+    try:
+        return [save_bert(BertForMLM(CFG, PCG32(0)), root / 'mlm', TOK), save_bert(BertEncoder(CFG), root / 'enc'),
+                save_parts(Pair(), root / 'parts', TOK)]
+    finally: os.umask(old)
+
+@pytest.mark.parametrize('umask', [0o022, 0o077, 0o002, 0o027])
+def test_a_save_follows_the_umask(tmp_path, umask):
+    for d in saves(tmp_path, umask):
+        for p in [d, *d.rglob('*')]:
+            want = (0o777 if p.is_dir() else 0o666) & ~umask  # what mkdir and open give under the umask
+            assert stat.S_IMODE(p.stat().st_mode) == want, (p, oct(p.stat().st_mode), oct(want))
+
+NOBODY = 65534
+SYSTEM_PYTHON = '/usr/bin/python3'  # this project's interpreter lives under /root, which another account cannot enter
+as_nobody = pytest.mark.skipif(os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK),
+                               reason='needs root, to run a process as another account, and a system Python')
+
+@as_nobody
+def test_another_account_reads_every_file_of_a_save():
+    "As uid 65534, every file of three saves opens and reads whole, and each safetensors header parses."
+    root = Path(tempfile.mkdtemp()); os.chmod(root, 0o755)
+    saves(root, 0o022)
+    code = textwrap.dedent(f"""
+        import json, pathlib, struct
+        n = 0
+        for p in sorted(pathlib.Path({str(root)!r}).rglob('*')):
+            if not p.is_file(): continue
+            data = p.read_bytes(); n += 1
+            if p.suffix == '.safetensors': json.loads(data[8:8 + struct.unpack('<Q', data[:8])[0]])
+        print(n)""")
+    r = subprocess.run([SYSTEM_PYTHON, '-c', code], capture_output=True, text=True, timeout=60,
+                       preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)))
+    assert r.returncode == 0 and int(r.stdout) >= 10, r.stderr[-2000:]
+
+def test_a_file_this_account_may_not_read_is_named_as_such(tmp_path, monkeypatch):
+    "The reader says permission denied, with the mode, where it once said 'corrupt or truncated?'."
+    import bert_nb.files as files
+    from bert_nb.bert import load_bert
+    (d,) = saves(tmp_path, 0o077)[:1]
+    monkeypatch.setattr(files.os, 'access', lambda p, mode: not str(p).endswith('model.safetensors'))
+    with pytest.raises(PermissionError, match=r'model.safetensors: permission denied: its mode is -rw-------'):
+        load_bert(d)
