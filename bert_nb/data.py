@@ -195,6 +195,10 @@ def _vocab(files, held, vocab_size, vocab, say) -> WordPieceTokenizer:
     return tok
 
 # %% ../nbs/10_data.ipynb #7d743483
+def _token_dtype(vocab: int) -> np.dtype:
+    "What prepare_data writes ids in: little-endian uint16 while the vocabulary fits, else uint32."
+    return np.dtype('<u2' if vocab <= 2**16 else '<u4')
+
 def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | None = None, seed: int = 0,
                  say=print) -> Path:
     "Tokenize a corpus (files, directories of them) once into the directory `out`; a line a stage to `say`."
@@ -211,7 +215,7 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
     tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(out)}.tmp-', dir=out.parent))
     try:
         _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
-        t, dtype = time.time(), np.dtype('<u2' if len(tok) <= 2**16 else '<u4')
+        t, dtype = time.time(), _token_dtype(len(tok))
         made = _tokenize(tok, corpus_lines(files), held, tmp, dtype)
         n_tok = made['tokens']
         say(f"tokenizing: {n_tok['train']:,} training and {n_tok['held']:,} held-out tokens, "
@@ -235,7 +239,7 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
 class _TokenFile:
     "A token file as a stream: `f[a:b]` reads tokens a to b with `pread`."
     def __init__(self, path: Path, dtype: np.dtype):
-        self.fd, self.dtype = os.open(path, os.O_RDONLY), dtype
+        self.fd, self.dtype, self.path = os.open(path, os.O_RDONLY), dtype, path
         weakref.finalize(self, os.close, self.fd)
         self.n = os.fstat(self.fd).st_size // dtype.itemsize
     def __len__(self) -> int: return self.n
@@ -244,6 +248,7 @@ class _TokenFile:
         return np.frombuffer(os.pread(self.fd, max(b - a, 0) * self.dtype.itemsize, a * self.dtype.itemsize),
                              self.dtype)
 
+# %% ../nbs/10_data.ipynb #4ef9b0d6
 class TokenRows:
     "The rows of `max_len` tokens `pack_rows` cuts from a token stream, built a batch at a time by `take`."
     def __init__(self, stream: np.ndarray | _TokenFile, max_len: int, tok: WordPieceTokenizer,
@@ -257,7 +262,10 @@ class TokenRows:
 
     def take(self, idx) -> tuple[np.ndarray, np.ndarray]:
         "(ids (B, max_len) int64, lengths (B,)) of rows `idx`: [CLS], the row's tokens, [SEP], [PAD]s."
-        idx = np.asarray(idx, np.int64)
+        idx = np.asarray(idx)
+        if idx.size and idx.dtype.kind not in 'iu':
+            raise TypeError(f"row indices must be integers, got {idx.dtype} ({idx.ravel()[0]!r})")
+        idx = idx.astype(np.int64)
         if idx.size and not (0 <= idx.min() and idx.max() < len(self)):
             raise IndexError(f"row {idx.min() if idx.min() < 0 else idx.max()} of {len(self)} rows")
         starts = (self.which.start + self.which.step * idx) * self.body
@@ -266,6 +274,10 @@ class TokenRows:
         for r, a in enumerate(starts.tolist()):
             row = self.stream[a:a + self.body]
             ids[r, 1:len(row) + 1], lens[r] = row, len(row) + 2
+        if len(ids) and (top := int(ids.max())) >= len(self.tok):  # a batch's worth: one max, no second read
+            where = getattr(self.stream, 'path', 'the token stream')
+            raise ValueError(f"{where}: token id {top} is not below the vocabulary's {len(self.tok)}: "
+                             "prepare the corpus again")
         ids[:, 0] = self.tok.cls_id
         ids[np.arange(len(ids)), lens - 1] = self.tok.sep_id
         return ids, lens
@@ -273,28 +285,45 @@ class TokenRows:
 # %% ../nbs/10_data.ipynb #22a24ab7
 HELD_ROWS = 2000  # held-out rows an evaluation reads, at most
 
-def _check_data(d: Path, meta: dict):
-    "A prepared directory as prepare_data left it: every file there, of its size and digest."
-    if not isinstance(meta, dict) or meta.get('format') != 'bert-nb tokens 1':
-        raise ValueError(f"{d / 'meta.json'} is not the meta.json of bert-nb token files")
-    itemsize = np.dtype(meta['dtype']).itemsize
+def _meta_entry(d: Path, meta: dict, key: str, kind, keys=()):
+    "meta[key], of type `kind` (or a dict of `keys`, each of that type), or an error naming the file and key."
+    v = meta.get(key)
+    ok = isinstance(v, dict) and set(keys) <= set(v) and all(isinstance(v[k], kind) for k in keys) if keys \
+        else isinstance(v, kind)
+    if not ok or any(isinstance(x, bool) for x in (v.values() if isinstance(v, dict) else [v])):
+        raise ValueError(f"{d / 'meta.json'}: {key!r} must be {f'a dict of {keys}, each ' if keys else ''}"
+                         f"a {kind.__name__}, got {v!r}"[:300])
+    return v
+
+def _check_data(d: Path, meta: dict, vocab: int):
+    "A prepared directory as prepare_data left it: every file there, of its dtype, size and digest."
+    tokens = _meta_entry(d, meta, 'tokens', int, ('train', 'held'))
+    digests = _meta_entry(d, meta, 'sha256', str, ('train', 'held'))
+    if _meta_entry(d, meta, 'dtype', str) != _token_dtype(vocab).str:
+        raise ValueError(f"{d / 'meta.json'}: dtype {meta['dtype']!r} is not what prepare writes for a "
+                         f"vocabulary of {vocab} ({_token_dtype(vocab).str!r}): prepare the corpus again")
     for split in ('train', 'held'):
         f = d / f'{split}.bin'
-        if not f.is_file() or f.stat().st_size != meta['tokens'][split] * itemsize or \
-           _sha256(f) != meta['sha256'][split]:
+        if not f.is_file() or f.stat().st_size != tokens[split] * _token_dtype(vocab).itemsize or \
+           _sha256(f) != digests[split]:
             raise ValueError(f"{f} is missing or changed since it was prepared: prepare the corpus again")
-    if not (d / 'vocab.txt').is_file() or _sha256(d / 'vocab.txt') != meta['vocab_sha256']:
-        raise ValueError(f"{d / 'vocab.txt'} is missing or changed since it was prepared")
+        if tokens[split] == 0: raise ValueError(f"{f} holds no tokens: the {split} split is empty")
 
+# %% ../nbs/10_data.ipynb #6f5c473b
 def load_data(path: str | os.PathLike, max_len: int) -> dict:
     "A prepared directory: its tokenizer, training rows (read as needed), a fixed held-out sample, its meta."
-    d = Path(path)
+    d, max_len = Path(path), _check_int('max_len', max_len, 3, 2**16 + 1)  # [CLS], a token, [SEP]
     if not (d / 'meta.json').is_file():
         raise ValueError(f"{d} is not prepared data (no meta.json): run `bert-nb prepare --out {d}` first")
     meta = _read_json(d / 'meta.json')
-    _check_data(d, meta)
+    if not isinstance(meta, dict) or meta.get('format') != 'bert-nb tokens 1':
+        raise ValueError(f"{d / 'meta.json'} is not the meta.json of bert-nb token files")
+    signed = _meta_entry(d, meta, 'vocab_sha256', str)
+    if not (d / 'vocab.txt').is_file() or _sha256(d / 'vocab.txt') != signed:
+        raise ValueError(f"{d / 'vocab.txt'} is missing or changed since it was prepared")
     tok = WordPieceTokenizer.from_vocab(d / 'vocab.txt')
-    rows, held = (TokenRows(_TokenFile(d / f'{s}.bin', np.dtype(meta['dtype'])), max_len, tok)
+    _check_data(d, meta, len(tok))
+    rows, held = (TokenRows(_TokenFile(d / f'{s}.bin', _token_dtype(len(tok))), max_len, tok)
                   for s in ('train', 'held'))
     pick = np.unique(np.linspace(0, len(held) - 1, min(HELD_ROWS, len(held))).round().astype(np.int64))
     held_rows, held_lens = held.take(pick)

@@ -146,3 +146,62 @@ def test_data_whose_vocab_is_not_the_init_models(data, tmp_path):
     refused(cli('--data', data, '--init', minilm, '--steps', 2, '--out', tmp_path / 'o', '--quiet'),
             'is not the one of --init')
     assert not (tmp_path / 'o').exists()
+
+# #36: meta.json and the token files are checked where they enter, each error naming the file
+
+def resign(d: Path, **meta):
+    "Rewrite d's meta.json with `meta` (None drops a key), the token files' digests and sizes made to match."
+    import hashlib
+    m = json.loads((d / 'meta.json').read_text())
+    for split in ('train', 'held'):
+        m['sha256'][split] = hashlib.sha256((d / f'{split}.bin').read_bytes()).hexdigest()
+        m['tokens'][split] = (d / f'{split}.bin').stat().st_size // np.dtype(m['dtype']).itemsize
+    for k, v in meta.items():
+        if v is None: m.pop(k)
+        else: m[k] = v
+    (d / 'meta.json').write_text(json.dumps(m))
+
+@pytest.fixture
+def copy(data, tmp_path) -> Path:
+    d = tmp_path / 'data'; shutil.copytree(data, d); return d
+
+@pytest.mark.parametrize('key', ['dtype', 'tokens', 'sha256', 'vocab_sha256'])
+def test_a_meta_json_without_a_key_is_refused(copy, tmp_path, key):
+    resign(copy, **{key: None})
+    with pytest.raises(ValueError, match=rf"meta.json: '{key}' must be"): load_data(copy, 32)
+    refused(cli('--data', copy, '--steps', 2, '--out', tmp_path / 'o', *SMALL), f"meta.json: '{key}' must be")
+    assert not (tmp_path / 'o').exists()
+
+@pytest.mark.parametrize('dtype', ['>u2', '<f2', '|u1', '<u4'])
+def test_only_the_dtype_prepare_writes_is_read(copy, tmp_path, dtype):
+    "A re-signed '>u2' passed every digest and read ids up to 65,280; '<f2' and '|u1' trained on garbage."
+    resign(copy, dtype=dtype)
+    with pytest.raises(ValueError, match=rf"dtype '{re_escape(dtype)}' is not what prepare writes"): load_data(copy, 32)
+
+def re_escape(s: str) -> str:
+    import re; return re.escape(s)
+
+def test_a_token_id_outside_the_vocabulary_is_refused_where_it_is_read(copy, tmp_path):
+    ids = np.fromfile(copy / 'train.bin', '<u2'); ids[len(ids) // 2] = 65535; ids.tofile(copy / 'train.bin')
+    resign(copy)
+    data = load_data(copy, 32)  # the held-out sample is fine; the training rows are read as training goes
+    with pytest.raises(ValueError, match=r'train.bin: token id 65535 is not below the vocabulary.s 300'):
+        data['rows'].take(np.arange(len(data['rows'])))
+    refused(cli('--data', copy, '--steps', 200, '--out', tmp_path / 'o', *SMALL), 'token id 65535 is not below')
+
+@pytest.mark.parametrize('split', ['train', 'held'])
+def test_an_empty_split_is_refused(copy, split):
+    (copy / f'{split}.bin').write_bytes(b''); resign(copy)
+    with pytest.raises(ValueError, match=rf'{split}.bin holds no tokens: the {split} split is empty'): load_data(copy, 32)
+
+@pytest.mark.parametrize('max_len,error,says', [(2, ValueError, r'max_len must be in \[3, 65537\), got 2'),
+    (0, ValueError, 'got 0'), (1, ValueError, 'got 1'), (-5, ValueError, 'got -5'),
+    ('32', TypeError, 'max_len must be an int'), (10**9, ValueError, 'got 1000000000')])
+def test_load_data_checks_max_len(data, max_len, error, says):
+    "2 divided by zero; 10**9 allocated 8 GB; a str was a traceback."
+    with pytest.raises(error, match=says): load_data(data, max_len)
+
+def test_row_indices_must_be_integers(data):
+    rows = load_data(data, 32)['rows']
+    with pytest.raises(TypeError, match=r'row indices must be integers, got float64'): rows.take([0.7])
+    assert rows.take(np.array([], np.int64))[0].shape == (0, 32)
