@@ -649,7 +649,11 @@ def _load_trainer(dir: Path, cls: type | None) -> nn.Module:
     "What `trainer.save_model` writes for a ForTrainer: its state dict, with the config in it as JSON bytes."
     sd = _read_safetensors(dir / 'model.safetensors')
     if 'bert_nb_config' not in sd: raise FileNotFoundError(f"no config.json at {dir / 'config.json'}")
-    config = _read_json(dir / 'model.safetensors', bytes(sd.pop('bert_nb_config').tolist()))
+    c = sd.pop('bert_nb_config')  # checked before it is decoded: bytes(n) of a 0-d tensor allocates n bytes
+    if c.dtype != torch.uint8 or c.dim() != 1 or not 0 < c.numel() <= 1 << 16:
+        raise ValueError(f"{dir / 'model.safetensors'}: bert_nb_config must be the config as JSON bytes "
+                         f"(1-D uint8, at most 64 KiB), got {c.dtype} of shape {tuple(c.shape)}")
+    config = _read_json(dir / 'model.safetensors', bytes(c.tolist()))
     if not isinstance(config, dict): raise ValueError(f"{dir / 'model.safetensors'} holds no config")
     sd = {k.removeprefix('model.'): v for k, v in sd.items()}
     return _load_ours(dir, {'class': 'BertForMLM', 'config': config}, cls, sd)

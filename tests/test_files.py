@@ -1,9 +1,10 @@
 """Files others can read (#36): a save's files and directories take the modes `open` and `mkdir` give under the
 umask (safetensors wrote its weights 0600), another account loads the model, and one that may not read a file is
 told so, not told that the file is corrupt."""
-import os, stat, subprocess, sys, tempfile, textwrap
+import os, re, stat, subprocess, sys, tempfile, textwrap
 from pathlib import Path
 import pytest
+import torch
 import torch.nn as nn
 from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, save_bert, save_parts
 from bert_nb.rng import PCG32
@@ -62,3 +63,24 @@ def test_a_file_this_account_may_not_read_is_named_as_such(tmp_path, monkeypatch
     monkeypatch.setattr(files.os, 'access', lambda p, mode: not str(p).endswith('model.safetensors'))
     with pytest.raises(PermissionError, match=r'model.safetensors: permission denied: its mode is -rw-------'):
         load_bert(d)
+
+@pytest.mark.parametrize('stored,says', [
+    (lambda c: c.float(), 'got torch.float32 of shape'),                  # another dtype
+    (lambda c: c.reshape(1, -1), 'got torch.uint8 of shape (1, '),        # another rank
+    (lambda c: torch.tensor(300), 'got torch.int64 of shape ()'),         # a value, not bytes
+    (lambda c: torch.tensor(10**12), 'got torch.int64 of shape ()'),      # bytes(10**12) would allocate a terabyte
+    (lambda c: torch.zeros(0, dtype=torch.uint8), 'of shape (0,)'),
+    (lambda c: torch.zeros(1 << 17, dtype=torch.uint8), 'of shape (131072,)')])
+def test_the_config_a_trainer_save_holds_is_checked_before_it_is_decoded(tmp_path, stored, says):
+    "What transformers' Trainer saves for a ForTrainer: the config rides in the weights, as JSON bytes (#36)."
+    from safetensors.torch import save_file
+    from bert_nb.bert import load_bert
+    from bert_nb.data import ForTrainer
+    sd = {k: v.contiguous() for k, v in ForTrainer(BertForMLM(CFG, PCG32(0))).state_dict().items()}
+    (tmp_path / 'm').mkdir()
+    save_file(sd, tmp_path / 'm' / 'model.safetensors')
+    assert isinstance(load_bert(tmp_path / 'm'), BertForMLM)  # as saved: loads
+    save_file(sd | {'bert_nb_config': stored(sd['bert_nb_config'])}, tmp_path / 'm' / 'model.safetensors')
+    with pytest.raises(ValueError, match=r'model.safetensors: bert_nb_config must be the config as JSON bytes'):
+        load_bert(tmp_path / 'm')
+    with pytest.raises(ValueError, match=re.escape(says)): load_bert(tmp_path / 'm')
