@@ -825,7 +825,15 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
         _write_safetensors(tmp / 'heads.safetensors', heads)
         (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
-    return _write_dir(dir, write)
+    return _write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced, not kept
+
+def _saved_parts(dir: Path) -> frozenset:
+    "The part directories an earlier save_parts left in `dir`, by its parts.json (none if it has none)."
+    try: meta = _read_json(dir / 'parts.json')
+    except (OSError, ValueError): return frozenset()
+    parts = meta.get('parts') if isinstance(meta, dict) and meta.get('format') == 'bert-nb-parts' else None
+    return frozenset(p for p in parts if isinstance(p, str) and p and '/' not in p and p not in ('.', '..')) \
+        if isinstance(parts, dict) else frozenset()
 
 # %% ../nbs/02_bert.ipynb #c92c5774
 def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
@@ -858,5 +866,8 @@ def _read_parts(model: nn.Module, dir: Path) -> dict:
         part = _load_dir(dir / name, BertForMLM if cls == 'BertForMLM' else BertEncoder, True)
         sd |= {f'{name}.{k}': v for k, v in part.state_dict().items()}
     for names in shared:  # one tensor under several names: stored once, given to each
-        if have := [k for k in names if k in sd]: sd |= {k: sd[have[0]] for k in names}
+        have = [k for k in names if k in sd]  # stored more than once (in each part that holds it): all equal
+        if odd := next((k for k in have[1:] if not torch.equal(sd[k], sd[have[0]])), None):
+            raise ValueError(f"{dir / 'parts.json'} ties {have[0]} and {odd}, but the weights saved differ")
+        if have: sd |= {k: sd[have[0]] for k in names}
     return sd

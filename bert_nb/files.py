@@ -158,9 +158,9 @@ def _exchange(a: Path, b: Path) -> bool:
     return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
 # %% ../nbs/11_files.ipynb #3d341564
-def _write_dir(dir: Path, write) -> Path:
+def _write_dir(dir: Path, write, owned: frozenset = frozenset()) -> Path:
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
-    `dir` that are not the model's (MODEL_FILES) are kept. A symlinked `dir` saves into its target."""
+    `dir` that are not the model's (MODEL_FILES, and `owned`) are kept. A symlinked `dir` saves into its target."""
     dir = Path(dir)
     try: dir = Path(os.path.abspath(dir.resolve() if dir.is_symlink() else dir))
     except (RuntimeError, OSError) as e: raise ValueError(f"{dir}: {e}") from None  # a symlink loop
@@ -174,7 +174,7 @@ def _write_dir(dir: Path, write) -> Path:
     try:
         _like(tmp, dir)
         write(tmp)
-        for name in (set(os.listdir(dir)) - MODEL_FILES - set(os.listdir(tmp)) if dir.is_dir() else ()):
+        for name in (set(os.listdir(dir)) - MODEL_FILES - owned - set(os.listdir(tmp)) if dir.is_dir() else ()):
             src = dir / name  # kept: hard links, so nothing is copied and the files stay the same files
             if src.is_dir() and not src.is_symlink():
                 shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)

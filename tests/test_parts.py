@@ -210,3 +210,31 @@ def test_a_parts_load_sees_one_whole_model_while_another_process_saves(tmp_path)
             assert m.bert.encoder.word_emb.weight[0, 0].item() == firsts[m.mark.item()]  # one save, not two
             seen.add(m.mark.item())
     assert seen <= {0, 1}
+
+class TwoParts(nn.Module):
+    "Two encoders, saved as parts a and b; `tied`: b reads a's word table, as ELECTRA's discriminator does."
+    def __init__(self, tied: bool, names=('a', 'b')):
+        super().__init__()
+        for i, n in enumerate(names): setattr(self, n, BertEncoder(CFG, PCG32(i)))
+        if tied: getattr(self, names[1]).word_emb = getattr(self, names[0]).word_emb
+
+def test_a_tie_the_save_never_had_is_refused(tmp_path):
+    "parts.json listing a tie the weights do not have once replaced b's word table with a's, silently (#36)."
+    save_parts(TwoParts(tied=False), tmp_path / 'p')
+    meta = json.loads((tmp_path / 'p' / 'parts.json').read_text())
+    meta['shared'] = [['a.word_emb.weight', 'b.word_emb.weight']]
+    (tmp_path / 'p' / 'parts.json').write_text(json.dumps(meta))
+    model = TwoParts(tied=True); before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=r'ties a.word_emb.weight and b.word_emb.weight, but the weights saved differ'):
+        load_parts(model, tmp_path / 'p')
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # refused before any change
+    back = load_parts(TwoParts(tied=True), save_parts(TwoParts(tied=True), tmp_path / 'q'))  # a real tie loads
+    assert back.b.word_emb.weight is back.a.word_emb.weight
+
+def test_a_save_replaces_the_parts_of_the_save_before(tmp_path):
+    "Parts a and b, then a model of parts c and d into the same directory: a/ and b/ are gone, notes stay (#36)."
+    d = save_parts(TwoParts(tied=False), tmp_path / 'p')
+    (d / 'notes.txt').write_text('mine')
+    save_parts(TwoParts(tied=False, names=('c', 'e')), d)
+    assert sorted(p.name for p in d.iterdir()) == ['c', 'e', 'heads.safetensors', 'notes.txt', 'parts.json']
+    assert isinstance(load_parts(TwoParts(tied=False, names=('c', 'e')), d), TwoParts)
