@@ -825,7 +825,7 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
         _write_safetensors(tmp / 'heads.safetensors', heads)
         (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
-    return _write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced, not kept
+    return _write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
 
 def _saved_parts(dir: Path) -> frozenset:
     "The part directories an earlier save_parts left in `dir`, by its parts.json (none if it has none)."

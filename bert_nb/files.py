@@ -157,10 +157,18 @@ def _exchange(a: Path, b: Path) -> bool:
     AT_FDCWD, RENAME_EXCHANGE = -100, 2
     return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
+def _carry(dir: Path, tmp: Path, mine: set):
+    "Hard-link into `tmp` what `dir` holds beyond `mine`: nothing copied, and the files stay the same files."
+    for name in set(os.listdir(dir)) - mine:
+        src = dir / name
+        if src.is_dir() and not src.is_symlink():
+            shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
+        else: os.link(src, tmp / name, follow_symlinks=False)
+
 # %% ../nbs/11_files.ipynb #3d341564
 def _write_dir(dir: Path, write, owned: frozenset = frozenset()) -> Path:
-    """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files in
-    `dir` that are not the model's (MODEL_FILES, and `owned`) are kept. A symlinked `dir` saves into its target."""
+    """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files
+    in `dir` not the model's (MODEL_FILES, `owned`) are kept. A symlinked `dir` saves into its target."""
     dir = Path(dir)
     try: dir = Path(os.path.abspath(dir.resolve() if dir.is_symlink() else dir))
     except (RuntimeError, OSError) as e: raise ValueError(f"{dir}: {e}") from None  # a symlink loop
@@ -174,11 +182,7 @@ def _write_dir(dir: Path, write, owned: frozenset = frozenset()) -> Path:
     try:
         _like(tmp, dir)
         write(tmp)
-        for name in (set(os.listdir(dir)) - MODEL_FILES - owned - set(os.listdir(tmp)) if dir.is_dir() else ()):
-            src = dir / name  # kept: hard links, so nothing is copied and the files stay the same files
-            if src.is_dir() and not src.is_symlink():
-                shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
-            else: os.link(src, tmp / name, follow_symlinks=False)
+        if dir.is_dir(): _carry(dir, tmp, MODEL_FILES | owned | set(os.listdir(tmp)))
         for f in tmp.rglob('*'):  # a model of parts (save_parts) writes directories
             if f.is_file() and not f.is_symlink():
                 with open(f, 'rb') as fh: os.fsync(fh.fileno())
