@@ -7,7 +7,7 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, gc, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
+import argparse, copy, errno, gc, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -62,10 +62,21 @@ def _save_state(out: Path, state: dict):
     try:
         torch.save(state, tmp)
         os.replace(tmp, out / 'resume.pt')
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        need, free = _bytes(state), shutil.disk_usage(out).free
+        if isinstance(e, RuntimeError) and free < need:  # torch's writer says only "unexpected pos"
+            raise OSError(errno.ENOSPC, f"no space left on device for {tmp}: the checkpoint needs about "
+                          f"{need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
         raise
 
+def _bytes(x) -> int:
+    "The bytes of the tensors in a nest of dicts and lists: about the size torch.save writes."
+    if isinstance(x, torch.Tensor): return x.numel() * x.element_size()
+    if isinstance(x, dict): x = list(x.values())
+    return sum(map(_bytes, x)) if isinstance(x, (list, tuple)) else 0
+
+# %% ../nbs/12_command.ipynb #f53d74c0
 def _claim(out: Path, a: RunArgs):
     """Make `out` this run's before any work: new or empty, and its args.json, complete, linked into place
     (a link fails if the name exists: of two runs started together on one directory, one gets it)."""

@@ -347,6 +347,39 @@ def test_a_full_disk_while_checkpointing_leaves_the_last_checkpoint(tmp_path, mo
     with pytest.raises(OSError, match='No space left'): command._save_state(tmp_path, {})
     assert os.listdir(tmp_path) == ['resume.pt'] and (tmp_path / 'resume.pt').read_bytes() == b'the last checkpoint'
 
+def test_a_full_disk_at_a_checkpoint_says_so(tmp_path, monkeypatch):
+    "torch's writer fails on a full disk with 'unexpected pos' (a RuntimeError): the run names the file (#36)."
+    from bert_nb import command
+    def short(obj, f): Path(f).write_bytes(b'half'); raise RuntimeError('[enforce fail at inline_container.cc:672] . '
+                                                                        'unexpected pos 576 vs 534')
+    monkeypatch.setattr(command.torch, 'save', short)
+    monkeypatch.setattr(command.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10, 10, 0))
+    with pytest.raises(OSError, match=r'no space left on device for .*resume.pt.tmp: the checkpoint needs about'):
+        command._save_state(tmp_path, {'w': torch.zeros(1000)})
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(command.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10**9, 0, 10**9))
+    with pytest.raises(RuntimeError, match='unexpected pos'): command._save_state(tmp_path, {'w': torch.zeros(1000)})
+
+def tmpfs(path: Path, size: str):
+    "A small filesystem of its own at `path` (root only), or a skip."
+    path.mkdir()
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs', str(path)], capture_output=True)
+    if r.returncode: pytest.skip(f'cannot mount a tmpfs here: {r.stderr.decode().strip()}')
+
+def test_a_real_full_disk_at_the_first_checkpoint(tmp_path, corpus):
+    "The token files fit on the disk, the first checkpoint does not: one line, exit 2; then --resume, with room."
+    tmpfs(tmp_path / 'small', '400k')
+    try:
+        out = tmp_path / 'small' / 'run'
+        r = cli('--corpus', corpus, '--steps', 2, '--out', out, *TINY)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and 'no space left on device for' in lines[0], r.stderr[-2000:]
+        assert str(out / 'resume.pt.tmp') in lines[0] and 'Traceback' not in r.stderr
+        shutil.copytree(out, tmp_path / 'roomy')
+    finally: subprocess.run(['umount', str(tmp_path / 'small')])
+    r = cli('--resume', tmp_path / 'roomy', '--quiet')
+    assert r.returncode == 0 and json.loads((tmp_path / 'roomy' / 'metrics.json').read_text())['steps'] == 2, r.stderr
+
 def test_text_that_is_not_utf8_text_is_refused(tmp_path):
     "UTF-16 (NULs between the letters, or a BOM that is not UTF-8): refused, not trained on."
     for name, data in (('le.txt', 'in the beginning\n'.encode('utf-16-le')), ('bom.txt', 'in the beginning\n'.encode('utf-16'))):
