@@ -23,7 +23,7 @@ from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_r
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
                               Batches, MLMLoss, evaluate, sinusoid_positions, find_model, load_model,
                               init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER, DEMO, REFIT,
-                              _world, _broadcast, _gather, _masked, _step)
+                              _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
 from .files import _read_json, _write_text, _stem
 
@@ -124,14 +124,6 @@ def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
     while not (d / 'meta.json').is_file(): time.sleep(0.2)  # a file, not a collective: no timeout to run out
     return d
 
-def _check_vocab(data: dict, a: RunArgs, resume: bool):
-    "Refuse, before training, data with nothing to mask, or whose vocabulary is not --init's."
-    if np.isin(data['held_rows'], special_ids(data['tok'])).all():  # e.g. a vocabulary of specials
-        raise ValueError(f"nothing to mask: the held-out rows of {data['dir']} are special tokens")
-    init = a.init and not resume and WordPieceTokenizer.from_vocab(find_model(a.init))
-    if init and data['tok'].tokens() != init.tokens():
-        raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
-
 def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
     "This process's rows: every `world`-th row, from its rank on (a range over one file's rows, not a list)."
     shard = slice(rank, None, world)
@@ -143,6 +135,19 @@ def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
         raise ValueError(f"--batch-size {batch_size} is more than the {len(rows)} rows the corpus packs into "
                          "(per process)")
     return rows
+
+# %% ../nbs/12_command.ipynb #75da8fae
+def _check_vocab(data: dict, a: RunArgs, resume: bool):
+    "Refuse, before training, data with nothing to mask, or whose vocabulary is not --init's."
+    if np.isin(data['held_rows'], special_ids(data['tok'])).all():  # e.g. a vocabulary of specials
+        raise ValueError(f"nothing to mask: the held-out rows of {data['dir']} are special tokens")
+    held = data['held_rows'], data['held_lens']
+    if not any((labels != -100).any() for _, _, labels, _ in _eval_batches(data['tok'], *held, a.seed)):
+        raise ValueError(f"nothing to evaluate: masking the {len(held[0])} held-out row(s) at p = {EVAL_P} "
+                         "picks no token; a larger corpus holds out more")
+    init = a.init and not resume and WordPieceTokenizer.from_vocab(find_model(a.init))
+    if init and data['tok'].tokens() != init.tokens():
+        raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
 
 # %% ../nbs/12_command.ipynb #6a475bcc
 class _Run:

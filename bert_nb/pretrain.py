@@ -122,15 +122,22 @@ def _batch(rows, lens, idx, tok, p, rng, device):
     "Mask rows[idx] (`_masked`)."
     return _masked(rows[idx], lens[idx], tok, p, rng, device)
 
+# %% ../nbs/03_pretrain.ipynb #4cd86104
+def _eval_batches(tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int, device='cpu',
+                  batch_size: int = 64):
+    "The held-out batches `evaluate` reads, masked from PCG32(seed, EVAL): the same blanks every time."
+    rng = PCG32(seed, EVAL)
+    for i in range(0, len(rows), batch_size):
+        yield _batch(rows, lens, np.arange(i, min(i + batch_size, len(rows))), tok, EVAL_P, rng, device)
+
 @torch.no_grad()
 def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int,
              batch_size: int = 64) -> dict:
     "Held-out loss and masked-token accuracy, masks from PCG32(seed, EVAL)."
     was_training, device = model.training, next(model.parameters()).device
     model.eval()
-    rng, total, correct, n = PCG32(seed, EVAL), 0.0, 0, 0
-    for i in range(0, len(rows), batch_size):
-        *_, args = _batch(rows, lens, np.arange(i, min(i + batch_size, len(rows))), tok, EVAL_P, rng, device)
+    total, correct, n = 0.0, 0, 0
+    for *_, args in _eval_batches(tok, rows, lens, seed, device, batch_size):
         logits, y = model.labelled_logits(*args)
         total += F.cross_entropy(logits.float(), y, reduction='sum').item()
         correct += (logits.argmax(-1) == y).sum().item(); n += len(y)

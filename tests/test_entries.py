@@ -380,6 +380,15 @@ def test_a_real_full_disk_at_the_first_checkpoint(tmp_path, corpus):
     r = cli('--resume', tmp_path / 'roomy', '--quiet')
     assert r.returncode == 0 and json.loads((tmp_path / 'roomy' / 'metrics.json').read_text())['steps'] == 2, r.stderr
 
+def test_a_held_out_split_with_nothing_to_evaluate_is_refused_before_training(tmp_path):
+    "A 2-line corpus trained and then could never finish: no evaluation picks a token of its held-out row (#36)."
+    corpus = tmp_path / 'c.txt'
+    corpus.write_text('in the beginning god created the heaven and the earth\nand the earth was without form\n')
+    r = cli('--corpus', corpus, '--batch-size', 1, '--steps', 3, '--vocab-size', 60, '--max-len', 8, '--d-model', 16,
+            '--layers', 1, '--heads', 2, '--d-ff', 32, '--out', tmp_path / 'o', '--quiet')
+    refused(r, 'held-out row(s) at p = 0.15 picks no token; a larger corpus holds out more')
+    assert not (tmp_path / 'o').exists()
+
 def test_text_that_is_not_utf8_text_is_refused(tmp_path):
     "UTF-16 (NULs between the letters, or a BOM that is not UTF-8): refused, not trained on."
     for name, data in (('le.txt', 'in the beginning\n'.encode('utf-16-le')), ('bom.txt', 'in the beginning\n'.encode('utf-16'))):
