@@ -221,7 +221,11 @@ def _checkpoint(r: _Run):
     if r.rank == 0:
         _save_state(r.out, dict(step=r.step, total=r.total, tokens=r.tokens, metrics=r.metrics,
                                 model=r.model.state_dict(), opt=r.opt.state_dict(),
-                                sched=r.sched.state_dict(), ranks=ranks))
+                                sched=r.sched.state_dict(), ranks=ranks, data=_signature(r.data['meta'])))
+
+def _signature(meta: dict) -> dict:
+    "What a run trained on: its token files' and vocabulary's digests, as prepare recorded them."
+    return dict(train=meta['sha256']['train'], held=meta['sha256']['held'], vocab=meta['vocab_sha256'])
 
 # %% ../nbs/12_command.ipynb #c1d2e314
 def _restore(r: _Run):
@@ -242,6 +246,11 @@ def _restore(r: _Run):
     if not isinstance(ck['ranks'], list) or len(ck['ranks']) != r.world:
         raise ValueError(f"{r.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
                          f"many (not {r.world}), so that every shard and stream continues")
+    started, now = ck.get('data'), _signature(r.data['meta'])  # (checkpoints before #36 did not record it)
+    if started is not None and started != now:
+        which = [f'{k}.bin' if k != 'vocab' else 'vocab.txt' for k in now if started.get(k) != now[k]]
+        raise ValueError(f"{r.out} started on other data: {', '.join(which)} in {r.data['dir']} differ "
+                         "from what it trained on; resume it on the data it started with")
     want = r.model.state_dict()
     wrong = [k for k, v in want.items() if k not in ck['model'] or ck['model'][k].shape != v.shape]
     if wrong:
@@ -520,6 +529,8 @@ def _read_args(path: Path) -> RunArgs:
         if callable(act.type) and v is not None:
             try: act.type(str(v))
             except argparse.ArgumentTypeError as e: raise ValueError(f"{path}: {act.dest} {e}") from None
+    if d.get('data') and d.get('corpus'):
+        raise ValueError(f"{path} names both data and corpus: a run trains on one of them")
     return RunArgs(**d)
 
 # %% ../nbs/12_command.ipynb #64b22bc2

@@ -205,3 +205,30 @@ def test_row_indices_must_be_integers(data):
     rows = load_data(data, 32)['rows']
     with pytest.raises(TypeError, match=r'row indices must be integers, got float64'): rows.take([0.7])
     assert rows.take(np.array([], np.int64))[0].shape == (0, 32)
+
+@pytest.mark.parametrize('change', ['another text', 'another seed', 'a token renamed'])
+def test_resume_refuses_other_data(data, corpus, tmp_path, change):
+    "Steps 1-3 on one text, then `prepare` again into the same directory: --resume trained 4-8 on the other (#36)."
+    d = tmp_path / 'data'; shutil.copytree(data, d)
+    run = tmp_path / 'run'
+    assert cli('--data', d, '--steps', 8, '--stop-at', 3, '--out', run, *SMALL).returncode == 0
+    shutil.rmtree(d)
+    if change == 'another text':
+        (tmp_path / 'other.txt').write_text('\n'.join(read_corpus([corpus])[::-1]))
+        r = cli('prepare', '--corpus', tmp_path / 'other.txt', '--out', d, '--vocab', data / 'vocab.txt')
+    elif change == 'another seed':
+        r = cli('prepare', '--corpus', corpus, '--out', d, '--vocab', data / 'vocab.txt', '--seed', 7)
+    else:
+        tokens = (data / 'vocab.txt').read_text().splitlines(); tokens[-1] += 'x'
+        (tmp_path / 'v.txt').write_text('\n'.join(tokens) + '\n')
+        r = cli('prepare', '--corpus', corpus, '--out', d, '--vocab', tmp_path / 'v.txt')
+    assert r.returncode == 0, r.stderr
+    refused(cli('--resume', run, '--quiet'), 'started on other data')
+    assert not (run / 'metrics.json').exists()
+
+def test_resume_refuses_args_naming_both_data_and_corpus(data, corpus, tmp_path):
+    run = tmp_path / 'run'
+    assert cli('--data', data, '--steps', 4, '--stop-at', 2, '--out', run, *SMALL).returncode == 0
+    a = json.loads((run / 'args.json').read_text()); a['corpus'] = [str(corpus)]
+    (run / 'args.json').write_text(json.dumps(a))
+    refused(cli('--resume', run, '--quiet'), 'names both data and corpus')
