@@ -14,7 +14,7 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
 from .checks import _check_p, _check_int, _check_shares
-from .files import corpus_files, corpus_lines, _read_json, _like, _stem
+from .files import corpus_files, corpus_lines, _read_json, _like, _stem, _recover
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
@@ -212,7 +212,8 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
     held = held_mask(n, seed)
     tok = _vocab(files, held, vocab_size, vocab, say)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(out)}.tmp-', dir=out.parent))
+    _recover(out)  # what a killed prepare left beside `out`: its process is gone
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(out)}.tmp-{os.getpid()}-', dir=out.parent))
     try:
         _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
         t, dtype = time.time(), _token_dtype(len(tok))

@@ -128,7 +128,8 @@ def _saves(dir: Path) -> list[tuple[Path, str, bool]]:
     "(path, tmp|new|old, its process alive) for each directory a save of `dir` left or is writing beside it."
     dir = Path(os.path.abspath(dir))
     if not dir.parent.is_dir(): return []
-    pat = re.compile(rf'\.{re.escape(_stem(dir))}\.(tmp|new|old)-(\d+)-\w+')
+    # mkdtemp ends a name in 8 of [a-z0-9_]: `.m.new-123-keep`, a user's directory, is not a save's
+    pat = re.compile(rf'\.{re.escape(_stem(dir))}\.(tmp|new|old)-(\d+)-[a-z0-9_]{{8}}')
     return [(p, m[1], _alive(int(m[2]))) for p in dir.parent.iterdir() if (m := pat.fullmatch(p.name))]
 
 def _recover(dir: Path):

@@ -84,3 +84,20 @@ def test_the_config_a_trainer_save_holds_is_checked_before_it_is_decoded(tmp_pat
     with pytest.raises(ValueError, match=r'model.safetensors: bert_nb_config must be the config as JSON bytes'):
         load_bert(tmp_path / 'm')
     with pytest.raises(ValueError, match=re.escape(says)): load_bert(tmp_path / 'm')
+
+def test_a_users_directory_that_looks_like_a_save_is_left_alone(tmp_path):
+    "load_bert of a missing m deleted `.m.new-<dead pid>-keep` and the notes in it (#36); a save's own leftovers go."
+    from bert_nb.bert import load_bert
+    mine = tmp_path / '.m.new-999999999-keep'; mine.mkdir(); (mine / 'notes.txt').write_text('mine')
+    (mine / 'config.json').write_text('{}')  # even one that holds a config: not renamed into place either
+    dead = tmp_path / '.m.tmp-999999999-abc_1234'; dead.mkdir()  # what a killed save leaves: 8 of mkdtemp's
+    with pytest.raises(FileNotFoundError, match='no model directory'): load_bert(tmp_path / 'm')
+    assert (mine / 'notes.txt').read_text() == 'mine' and not dead.exists() and not (tmp_path / 'm').exists()
+
+def test_a_killed_prepare_leaves_nothing_for_long(tmp_path):
+    "Its temporary directory carries its process id; the next prepare beside it removes it once that is gone."
+    from bert_nb.data import prepare_data
+    (tmp_path / 'c.txt').write_text('in the beginning god created the heaven and the earth\n' * 200)
+    dead = tmp_path / '.d.tmp-999999999-abcdefgh'; dead.mkdir(); (dead / 'train.bin').write_bytes(b'\0' * 10)
+    prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', vocab_size=60, say=lambda *_: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['c.txt', 'd']

@@ -218,10 +218,10 @@ def test_stale_temporaries_are_cleaned(tmp_path):
     m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(1))
     dead = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True)
     pid = int(dead.stdout)
-    for kind in ('tmp', 'old'): (tmp_path / f'.m.{kind}-{pid}-abc').mkdir()
-    (tmp_path / f'.m.tmp-{os.getpid()}-live').mkdir()  # a save in progress in a live process: kept
+    for kind in ('tmp', 'old'): (tmp_path / f'.m.{kind}-{pid}-abc_1234').mkdir()  # mkdtemp's: 8 characters
+    (tmp_path / f'.m.tmp-{os.getpid()}-live1234').mkdir()  # a save in progress in a live process: kept
     save_bert(m, tmp_path / 'm')
-    assert sorted(os.listdir(tmp_path)) == [f'.m.tmp-{os.getpid()}-live', 'm']
+    assert sorted(os.listdir(tmp_path)) == [f'.m.tmp-{os.getpid()}-live1234', 'm']
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 5), st.integers(0, 40), st.sampled_from([5, 6, 100, 30522, 2**32]), st.floats(0, 1),
@@ -323,6 +323,6 @@ def test_a_swap_cut_between_its_two_renames_is_finished(tmp_path):
     save_bert(m, tmp_path / 'staging')
     dead = int(subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True,
                               text=True).stdout)
-    (tmp_path / 'staging').rename(tmp_path / f'.m.new-{dead}-abc')   # the new model, complete, not yet in place
+    (tmp_path / 'staging').rename(tmp_path / f'.m.new-{dead}-abc12345')  # the new model, complete, not in place
     assert torch.equal(load_bert(tmp_path / 'm').head.bias, m.head.bias)
     assert sorted(os.listdir(tmp_path)) == ['m']
