@@ -83,6 +83,7 @@ def _open_text(path: Path):
     opener = next((o for m, o in _MAGIC.items() if head.startswith(m)), open)
     return io.TextIOWrapper(opener(path, 'rb'), encoding='utf-8', errors='strict')
 
+# %% ../nbs/11_files.ipynb #1c20da74
 def corpus_files(paths) -> list[Path]:
     "A corpus's files: each file given, and every file under each directory given (sorted; hidden ones not)."
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
@@ -95,6 +96,9 @@ def corpus_files(paths) -> list[Path]:
             if not inside: raise ValueError(f"corpus directory {p} holds no files")
             files += inside
         elif p.is_file(): files.append(p)
+        elif p.exists():  # a FIFO, /dev/zero, /dev/stdin: read once, or forever; a corpus is read twice
+            kind = stat.filemode(p.stat().st_mode)
+            raise ValueError(f"corpus {p} is not a regular file or a directory: {kind}")
         else: raise FileNotFoundError(f"no corpus file or directory at {p}")
     return files
 

@@ -101,3 +101,16 @@ def test_a_killed_prepare_leaves_nothing_for_long(tmp_path):
     dead = tmp_path / '.d.tmp-999999999-abcdefgh'; dead.mkdir(); (dead / 'train.bin').write_bytes(b'\0' * 10)
     prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', vocab_size=60, say=lambda *_: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ['c.txt', 'd']
+
+@pytest.mark.parametrize('special', ['fifo', '/dev/zero', '/dev/null'])
+def test_a_corpus_that_is_not_a_regular_file_is_named_as_such(tmp_path, special):
+    "A FIFO or a device was reported as 'no corpus file' (it exists; it is not a file a corpus can be read from twice)."
+    from bert_nb.files import corpus_files
+    p = tmp_path / 'fifo' if special == 'fifo' else Path(special)
+    if special == 'fifo': os.mkfifo(p)
+    with pytest.raises(ValueError, match=re.escape(f'corpus {p} is not a regular file or a directory')):
+        corpus_files([p])
+    exe = Path(sys.executable).parent / 'bert-nb'
+    r = subprocess.run([str(exe), 'prepare', '--corpus', str(p), '--out', str(tmp_path / 'd')], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and 'is not a regular file or a directory' in r.stderr and not (tmp_path / 'd').exists()
