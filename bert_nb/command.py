@@ -143,8 +143,10 @@ def _check_vocab(data: dict, a: RunArgs, resume: bool):
         raise ValueError(f"nothing to mask: the held-out rows of {data['dir']} are special tokens")
     held = data['held_rows'], data['held_lens']
     if not any((labels != -100).any() for _, _, labels, _ in _eval_batches(data['tok'], *held, a.seed)):
+        real = int((~np.isin(held[0], special_ids(data['tok']))).sum())  # [UNK] is a special: a tiny vocab
         raise ValueError(f"nothing to evaluate: masking the {len(held[0])} held-out row(s) at p = {EVAL_P} "
-                         "picks no token; a larger corpus holds out more")
+                         f"picks none of their {real} token(s) that are not special; a larger corpus or "
+                         "vocabulary (--vocab-size) gives more")
     init = a.init and not resume and WordPieceTokenizer.from_vocab(find_model(a.init))
     if init and data['tok'].tokens() != init.tokens():
         raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
