@@ -25,7 +25,7 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer,
                               init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER, DEMO, REFIT,
                               _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
-from .files import _read_json, _write_text, _stem
+from .files import _read_json, _write_text, _stem, _unwritable
 
 # %% auto #0
 __all__ = ['LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
@@ -542,10 +542,7 @@ def _check_out(out: Path):
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty; choose another --out, or --resume it")
-    p = out
-    while not p.exists(): p = p.parent
-    if not p.is_dir(): raise UsageError(f"--out {out} is under {p}, which is a file")
-    if not os.access(p, os.W_OK | os.X_OK): raise UsageError(f"--out {out}: {p} is not writable")
+    if why := _unwritable(out): raise UsageError(f"--out {why}")
 
 def _memory_limit() -> int:
     "Bytes this process may use: the least of the machine's memory, `ulimit -v` and the cgroup's limit."

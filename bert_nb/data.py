@@ -14,7 +14,7 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
 from .checks import _check_p, _check_int, _check_shares
-from .files import corpus_files, corpus_lines, _read_json, _like, _stem, _recover
+from .files import corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
@@ -199,11 +199,13 @@ def _token_dtype(vocab: int) -> np.dtype:
     "What prepare_data writes ids in: little-endian uint16 while the vocabulary fits, else uint32."
     return np.dtype('<u2' if vocab <= 2**16 else '<u4')
 
+# %% ../nbs/10_data.ipynb #e12e9faf
 def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | None = None, seed: int = 0,
                  say=print) -> Path:
     "Tokenize a corpus (files, directories of them) once into the directory `out`; a line a stage to `say`."
     out = Path(out)
     if out.exists(): raise ValueError(f"{out} exists: prepare_data writes a new directory")
+    if why := _unwritable(out): raise ValueError(why)  # before the corpus is read, not at its first write
     files, t = corpus_files(paths), time.time()
     n = sum(1 for _ in corpus_lines(files))
     size = sum(f.stat().st_size for f in files)

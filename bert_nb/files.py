@@ -118,6 +118,13 @@ def corpus_lines(files):
             raise ValueError(f"corpus file {p} cannot be read: {e}") from None
 
 # %% ../nbs/11_files.ipynb #f11e0018
+def _unwritable(out: Path) -> str | None:
+    "Why `out` cannot be made here (the nearest existing ancestor is a file, or not writable), or None."
+    p = out
+    while not p.exists(): p = p.parent
+    if not p.is_dir(): return f"{out} is under {p}, which is a file"
+    if not os.access(p, os.W_OK | os.X_OK): return f"{out}: {p} is not writable"
+
 def _alive(pid: int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False

@@ -114,3 +114,18 @@ def test_a_corpus_that_is_not_a_regular_file_is_named_as_such(tmp_path, special)
     r = subprocess.run([str(exe), 'prepare', '--corpus', str(p), '--out', str(tmp_path / 'd')], capture_output=True,
                        text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and 'is not a regular file or a directory' in r.stderr and not (tmp_path / 'd').exists()
+
+def test_prepare_into_a_place_it_cannot_write_says_so_before_reading(tmp_path):
+    "It named its temporary (`.d.tmp-<pid>-...`) after reading, counting and merging the whole corpus (#36)."
+    (tmp_path / 'ro').mkdir()
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', str(tmp_path / 'ro')], capture_output=True)
+    if r.returncode: pytest.skip(f'cannot mount a read-only tmpfs here: {r.stderr.decode().strip()}')
+    try:
+        exe = Path(sys.executable).parent / 'bert-nb'
+        (tmp_path / 'c.txt').write_text('in the beginning god created the heaven and the earth\n' * 100)
+        for args in (['prepare', '--corpus', tmp_path / 'c.txt', '--out', tmp_path / 'ro' / 'd'],
+                     ['--corpus', tmp_path / 'c.txt', '--steps', '1', '--out', tmp_path / 'ro' / 'o', '--quiet']):
+            r = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 2 and f"{tmp_path / 'ro'} is not writable" in r.stderr, r.stderr
+            assert r.stdout == '' and '.tmp-' not in r.stderr  # nothing read, no temporary named
+    finally: subprocess.run(['umount', str(tmp_path / 'ro')])
