@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 EXE = Path(sys.executable).parent / 'bert-nb'
-CLEAR = (ValueError, TypeError, FileNotFoundError, IndexError)  # IndexError: an index out of range
+CLEAR = (ValueError, TypeError, FileNotFoundError, IndexError, OSError)  # IndexError: out of range; OSError: a disk
 
 class Hang(Exception): pass
 
@@ -208,6 +208,71 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[name] = lambda f=f: api(f)
     c['prepare_data gzip named .txt'] = lambda: api(lambda: D.prepare_data([tmp / 'gz.txt'], tmp / 'pgz', vocab_size=30), bad=False)
     c['prepare_data'] = lambda: api(lambda: D.prepare_data([corpus], tmp / 'prep2', vocab_size=30, say=lambda s: None), bad=False)
+    # #36: meta.json, token files, parts.json, the config a Trainer save stores, file modes, other accounts
+    def resigned(name: str, change) -> Path:
+        "A copy of tmp/prep with `change(dir, meta)` applied, its digests made to match the files again."
+        import hashlib
+        d = tmp / name; shutil.copytree(tmp / 'prep', d); m = json.loads((d / 'meta.json').read_text())
+        change(d, m)
+        for split in ('train', 'held'):
+            if isinstance(m.get('sha256'), dict):
+                m['sha256'][split] = hashlib.sha256((d / f'{split}.bin').read_bytes()).hexdigest()
+        (d / 'meta.json').write_text(json.dumps(m)); return d
+    for key in ('dtype', 'tokens', 'sha256', 'vocab_sha256'):
+        c[f'load_data meta.json without {key}'] = lambda key=key: api(
+            lambda: D.load_data(resigned(f'm-{key}', lambda d, m: m.pop(key)), 16))
+    for dt in ('>u2', '<f2', '|u1'):
+        c[f'load_data dtype {dt}'] = lambda dt=dt: api(lambda: D.load_data(resigned(f'm{dt[1:]}', lambda d, m: m.update(dtype=dt)), 16))
+    def id_past_vocab(d, m):
+        x = np.fromfile(d / 'train.bin', '<u2'); x[0] = 65535; x.tofile(d / 'train.bin')
+    c['token id past the vocabulary'] = lambda: api(lambda: (lambda t: t['rows'].take(np.arange(len(t['rows']))))(
+        D.load_data(resigned('m-id', id_past_vocab), 16)))
+    c['empty train.bin'] = lambda: api(lambda: D.load_data(resigned('m-empty', lambda d, m: ((d / 'train.bin').write_bytes(b''),
+                                                                                           m['tokens'].update(train=0))), 16))
+    for v in (2, 0, '32', 10**9):
+        c[f'load_data max_len {v!r}'] = lambda v=v: api(lambda: D.load_data(tmp / 'prep', v))
+    c['TokenRows take [0.7]'] = lambda: api(lambda: D.load_data(tmp / 'prep', 16)['rows'].take([0.7]))
+    def tie_never_saved():
+        d = tmp / 'parts-tie'; shutil.copytree(tmp / 'parts', d)
+        meta = json.loads((d / 'parts.json').read_text())
+        meta['shared'] = meta['shared'] + [['a.encoder.pos_emb.weight', 'b.pos_emb.weight']]
+        (d / 'parts.json').write_text(json.dumps(meta))
+        p = Pair(); p.b.pos_emb = p.a.encoder.pos_emb
+        B.load_parts(p, d)
+    c['parts.json with a tie the save never had'] = lambda: api(tie_never_saved)
+    def stored_config(value):
+        from safetensors.torch import save_file
+        sd = {k: v.contiguous() for k, v in D.ForTrainer(B.BertForMLM(cfg, rng=PCG32(0))).state_dict().items()}
+        d = tmp / f'trainer-{len(list(tmp.glob("trainer-*")))}'; d.mkdir()
+        save_file(sd | {'bert_nb_config': value}, d / 'model.safetensors')
+        return B.load_bert(d)
+    for name, v in {'float': torch.zeros(8), '2-D': torch.zeros(1, 8, dtype=torch.uint8), 'a value of 300': torch.tensor(300),
+                    '0-d 10**12': torch.tensor(10**12)}.items():
+        c[f'stored config {name}'] = lambda v=v: api(lambda: stored_config(v))
+    def modes(umask: int):
+        old = os.umask(umask)
+        try: d = B.save_bert(mlm, tmp / f'mode-{umask:o}')
+        finally: os.umask(old)
+        bad = [p.name for p in d.iterdir() if (p.stat().st_mode & 0o777) != 0o666 & ~umask]
+        if bad: raise RuntimeError(f'files not of the umask: {bad}')  # a traceback: the audit counts it
+    for um in (0o022, 0o077):
+        c[f'save_bert under umask {um:03o}'] = lambda um=um: api(lambda: modes(um), bad=False)
+    def other_account():
+        if os.geteuid() != 0 or not os.access('/usr/bin/python3', os.X_OK): return
+        d = tmp / 'shared'; d.mkdir(); os.chmod(tmp, 0o755); os.chmod(d, 0o755); B.save_bert(mlm, d / 'm')
+        r = subprocess.run(['/usr/bin/python3', '-c', f"import pathlib; [p.read_bytes() for p in pathlib.Path({str(d)!r}).rglob('*') if p.is_file()]"],
+                           preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)), capture_output=True, text=True)
+        if r.returncode: raise RuntimeError(f'another account cannot read the save: {r.stderr[-200:]}')
+    c['another account reads a save'] = lambda: api(other_account, bad=False)
+    def full_disk():
+        from bert_nb import command
+        real = command.torch.save
+        def short(obj, f): raise RuntimeError('[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534')
+        command.torch.save, du = short, command.shutil.disk_usage
+        command.shutil.disk_usage = lambda p: shutil._ntuple_diskusage(10, 10, 0)
+        try: command._save_state(tmp / 'empty', {'w': torch.zeros(10)})
+        finally: command.torch.save, command.shutil.disk_usage = real, du
+    c['a full disk at a checkpoint'] = lambda: api(full_disk)  # OSError: clear only if it says so
     # the command
     runs = tmp / 'runs'; runs.mkdir()
     tiny = ['--max-len', 16, '--batch-size', 4, '--d-model', 16, '--layers', 1, '--heads', 2, '--d-ff', 32, '--evals', 1,
