@@ -726,6 +726,7 @@ def _fill_cmd(ns) -> int:
         print(f"[MASK] {k + 1}: " + '  '.join(f'{t} {p:.3f}' for t, p in top))
     return 0
 
+# %% ../nbs/12_command.ipynb #2b78a212
 def main(argv: list[str] | None = None) -> int:
     "The `bert-nb` command line."
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -741,6 +742,7 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
         except (UsageError, ValueError, TypeError, OSError) as e:  # OSError: a full disk, say
+            for bar in list(getattr(tqdm, '_instances', ())): bar.close()  # the error on a line of its own
             print(f"bert-nb: error: {e}", file=sys.stderr)
             return 2
 

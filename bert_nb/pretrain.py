@@ -182,6 +182,9 @@ def init_model(path: str | os.PathLike) -> BertForMLM:
 def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
          top_k: int = 5) -> list[list[tuple[str, float]]]:
     "For each [MASK] in `text`, the top_k (token, probability) pairs; a long text is read in windows."
+    if len(tok) != model.config.vocab:  # its answers would be ids with no token (None), or ids past the table
+        raise ValueError(f"tok has {len(tok):,} tokens but the model's word table "
+                         f"{model.config.vocab:,} rows")
     ids = tok.encode(text)[1:-1]
     at = [i for i, t in enumerate(ids) if t == tok.mask_id]
     if not at: raise ValueError(f"text has no [MASK]: {text!r}")

@@ -232,3 +232,11 @@ def test_resume_refuses_args_naming_both_data_and_corpus(data, corpus, tmp_path)
     a = json.loads((run / 'args.json').read_text()); a['corpus'] = [str(corpus)]
     (run / 'args.json').write_text(json.dumps(a))
     refused(cli('--resume', run, '--quiet'), 'names both data and corpus')
+
+def test_an_error_mid_run_starts_its_own_line(copy, tmp_path):
+    "The error was printed on the progress bar's line (#36): the bar is closed first."
+    ids = np.fromfile(copy / 'train.bin', '<u2'); ids[len(ids) // 2] = 65535; ids.tofile(copy / 'train.bin')
+    resign(copy)
+    r = cli('--data', copy, '--steps', 200, '--out', tmp_path / 'o', *[a for a in SMALL if a != '--quiet'])
+    last = r.stderr.rstrip('\n').split('\n')[-1]
+    assert r.returncode == 2 and last.startswith('bert-nb: error: ') and 'token id 65535' in last, r.stderr[-600:]

@@ -129,3 +129,12 @@ def test_prepare_into_a_place_it_cannot_write_says_so_before_reading(tmp_path):
             assert r.returncode == 2 and f"{tmp_path / 'ro'} is not writable" in r.stderr, r.stderr
             assert r.stdout == '' and '.tmp-' not in r.stderr  # nothing read, no temporary named
     finally: subprocess.run(['umount', str(tmp_path / 'ro')])
+
+def test_fill_with_a_vocabulary_not_the_models_is_refused():
+    "Its answers were ids with no token: None (#36)."
+    from bert_nb.pretrain import fill
+    m = BertForMLM(CFG, PCG32(0))
+    small = WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'w{i}' for i in range(20)])
+    with pytest.raises(ValueError, match="tok has 25 tokens but the model's word table 40 rows"):
+        fill(m, small, 'w1 [MASK] w2')
+    assert all(isinstance(t, str) for t, _ in fill(m, TOK, 'w1 [MASK] w2')[0])
