@@ -171,9 +171,12 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def _carry(dir: Path, tmp: Path, mine: set):
     "Hard-link into `tmp` what `dir` holds beyond `mine`: nothing copied, and the files stay the same files."
+    dev = os.lstat(dir).st_dev
     for name in set(os.listdir(dir)) - mine:
         src = dir / name
         if src.is_dir() and not src.is_symlink():
+            if any(os.lstat(p).st_dev != dev for p in (src, *src.rglob('*'))):  # no link crosses a mount
+                raise OSError(errno.EXDEV, f"{src} is or holds a mount point")
             shutil.copytree(src, tmp / name, copy_function=os.link, symlinks=True)
         else: os.link(src, tmp / name, follow_symlinks=False)
 

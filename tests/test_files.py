@@ -138,3 +138,20 @@ def test_fill_with_a_vocabulary_not_the_models_is_refused():
     with pytest.raises(ValueError, match="tok has 25 tokens but the model's word table 40 rows"):
         fill(m, small, 'w1 [MASK] w2')
     assert all(isinstance(t, str) for t, _ in fill(m, TOK, 'w1 [MASK] w2')[0])
+
+def test_a_save_into_a_directory_holding_a_mount_point(tmp_path):
+    "shutil.Error, a traceback, when a subdirectory of the model directory was a mount (#36): one clear error now."
+    from bert_nb.bert import load_bert
+    m = BertForMLM(CFG, PCG32(0))
+    d = save_bert(m, tmp_path / 'm'); before = (d / 'model.safetensors').read_bytes()
+    (d / 'vol').mkdir()
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', str(d / 'vol')], capture_output=True)
+    if r.returncode: pytest.skip(f'cannot mount a tmpfs here: {r.stderr.decode().strip()}')
+    try:
+        (d / 'vol' / 'x.txt').write_text('on the volume')
+        with pytest.raises(ValueError, match='is a mount point, or holds one, which a save cannot swap out'):
+            save_bert(BertForMLM(CFG, PCG32(1)), d)
+        assert (d / 'model.safetensors').read_bytes() == before and (d / 'vol' / 'x.txt').read_text() == 'on the volume'
+        assert sorted(p.name for p in tmp_path.iterdir()) == ['m']  # no temporary left beside it
+    finally: subprocess.run(['umount', str(d / 'vol')])
+    assert isinstance(load_bert(d), BertForMLM)
