@@ -1,0 +1,71 @@
+"""Where the newest code's faults hide (#36), each checked against an oracle written here from the definition, at the
+size where a fault shows: the split and the vocabulary on the whole bundled corpus, each rank's rows, the epoch order
+across epoch ends and batch sizes that do not divide the rows, and the order a resume continues."""
+import numpy as np
+import pytest
+from bert_nb.data import TokenRows
+from bert_nb.pretrain import Batches, DEFAULT_CORPUS, ORDER, SPLIT, read_corpus, split_lines
+from bert_nb.rng import PCG32
+from bert_nb.wordpiece import WordPieceTokenizer, train_vocab, word_counts
+from pcg_ref import RefPCG
+
+@pytest.fixture(scope='module')
+def kjv() -> list[str]:
+    return read_corpus([DEFAULT_CORPUS])
+
+def fisher_yates(n: int, g: RefPCG) -> list[int]:
+    "The definition: for i from n - 1 down to 1, swap i with a bounded draw below i + 1."
+    idx = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = g.bounded(i + 1); idx[i], idx[j] = idx[j], idx[i]
+    return idx
+
+@pytest.mark.parametrize('seed', [0, 3])
+def test_the_split_of_the_whole_corpus(kjv, seed):
+    "2% of 31,102 verses held out (622), the first of a Fisher-Yates shuffle on the SPLIT stream, in corpus order."
+    train, held = split_lines(kjv, seed)
+    picked = sorted(fisher_yates(len(kjv), RefPCG(seed, SPLIT))[:round(0.02 * len(kjv))])
+    assert len(held) == 622 and held == [kjv[i] for i in picked]
+    out = set(picked)
+    assert train == [l for i, l in enumerate(kjv) if i not in out]
+
+def test_the_vocabulary_is_trained_on_the_training_lines_alone(kjv, tmp_path):
+    "prepare's vocabulary, on the whole corpus: the trainer run on the training lines by the oracle split, not all."
+    from bert_nb.data import prepare_data
+    d = prepare_data([DEFAULT_CORPUS], tmp_path / 'd', vocab_size=2000, say=lambda *_: None)
+    held = set(sorted(fisher_yates(len(kjv), RefPCG(0, SPLIT))[:622]))
+    train_lines = [l for i, l in enumerate(kjv) if i not in held]
+    want = train_vocab(word_counts(train_lines), 2000)
+    assert WordPieceTokenizer.from_vocab(d).tokens() == want
+    assert want != train_vocab(word_counts(kjv), 2000)  # at this size the held-out lines would change it
+
+@pytest.mark.parametrize('world', [2, 3])
+def test_each_rank_takes_every_world_th_row(world):
+    "Ranks' rows: disjoint, together every row once, rank r's the rows r, r + world, ... (an odd count of rows)."
+    tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(20)])
+    stream = np.arange(5, 5 + 20).repeat(50)[:997]  # 997 tokens: 34 rows of 30, the last short
+    rows = TokenRows(stream, 32, tok)
+    every = {tuple(r) for r in rows.take(np.arange(len(rows)))[0].tolist()}
+    shards = [rows.subset(slice(rank, None, world)) for rank in range(world)]
+    for rank, s in enumerate(shards):
+        want = rows.take(np.arange(rank, len(rows), world))[0]
+        assert np.array_equal(s.take(np.arange(len(s)))[0], want)
+    assert sum(len(s) for s in shards) == len(rows) == 34 and len(every) > 1
+
+@pytest.mark.parametrize('n,b', [(10, 3), (7, 7), (5, 8), (100, 32)])
+def test_the_epoch_order(n, b):
+    "Batches: each epoch a Fisher-Yates permutation on the ORDER stream, its end filled from the next epoch."
+    g, ref = PCG32(4, ORDER), RefPCG(4, ORDER)
+    want = [i for _ in range(6) for i in fisher_yates(n, ref)]
+    batches = Batches(n, b, g)
+    got = [i for _ in range(len(want) // b) for i in batches.next().tolist()]
+    assert got == want[:len(got)]
+    for e in range(len(got) // n): assert sorted(got[e * n:(e + 1) * n]) == list(range(n))  # each row once an epoch
+
+def test_a_resumed_order_continues_where_it_stopped():
+    "state() after any number of batches, loaded into a fresh Batches: the same batches from there on."
+    a = Batches(13, 5, PCG32(1, ORDER))
+    for k in range(7):
+        s = a.state()
+        b = Batches(13, 5, PCG32(99, ORDER)); b.load(s)
+        assert [b.next().tolist() for _ in range(4)] == [a.next().tolist() for _ in range(4)], k
