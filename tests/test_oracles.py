@@ -69,3 +69,22 @@ def test_a_resumed_order_continues_where_it_stopped():
         s = a.state()
         b = Batches(13, 5, PCG32(99, ORDER)); b.load(s)
         assert [b.next().tolist() for _ in range(4)] == [a.next().tolist() for _ in range(4)], k
+
+def test_the_mask_rate_statistics_are_the_counts_of_the_masks(tmp_path):
+    """What the mask-rate figures draw, counted here from mlm_mask's own output on the same stream: the picked share
+    per batch, the three outcomes, the pick rate per position; and the exact shares from the definition."""
+    from bert_nb.bert import mlm_mask
+    from bert_nb.diagnostics import mask_stats
+    ids = np.array([[2] + list(range(5, 45)) + [3, 0, 0], [2] + list(range(45, 50)) * 8 + [3, 0, 0]])
+    sp, V, p, n = np.isin(ids, [0, 2, 3]), 100, 0.3, 60
+    s = mask_stats(ids, sp, 4, V, p, PCG32(5), n_batches=n)
+    g, share, outcome, per = PCG32(5), [], np.zeros(3, np.int64), np.zeros(ids.shape)
+    for _ in range(n):
+        shown, lab = mlm_mask(ids, sp, 4, V, p, g)
+        L = lab != -100
+        share.append(L.sum() / (~sp).sum()); per += L
+        outcome += [(shown[L] == 4).sum(), ((shown[L] != 4) & (shown[L] != ids[L])).sum(), (shown[L] == ids[L]).sum()]
+    assert np.allclose(s['picked_share'], share) and (s['outcome'] == outcome).all()
+    assert np.allclose(s['pick_rate'], per / n) and s['eligible'] == (~sp).sum() == 80
+    # a random id is drawn from all V: 1 in V of them is [MASK], 1 in V the token itself
+    assert np.allclose(s['expected'], [0.8 + 0.1 / V, 0.1 * (V - 2) / V, 0.1 + 0.1 / V])
