@@ -120,7 +120,7 @@ def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
     if (d / 'meta.json').is_file(): return d
     if rank == 0:  # a resumed run keeps its vocabulary (a run from before token files: prepared now)
         vocab = out / 'vocab.txt' if resume else find_model(a.init) if a.init else a.vocab
-        prepare_data(a.corpus or [DEFAULT_CORPUS], d, a.vocab_size, vocab, a.seed, say)
+        prepare_data(a.corpus or [DEFAULT_CORPUS], d, a.vocab_size, vocab, a.seed, say, a.encoding)
     while not (d / 'meta.json').is_file(): time.sleep(0.2)  # a file, not a collective: no timeout to run out
     return d
 
@@ -449,6 +449,7 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--corpus', type=_path, nargs='+',
                    help='text files or directories of them, a document a line, '
                    'plain or gzip, bz2, xz; prepared into OUT/data first (default: the bundled KJV)')
+    t.add_argument('--encoding', default=d.encoding, help="the corpus files' text encoding")
     t.add_argument('--data', type=_path, metavar='DIR',
                    help='a corpus prepared by bert-nb prepare (its vocabulary too)')
     t.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
@@ -496,6 +497,7 @@ def _parser() -> _Parser:
     r.add_argument('--corpus', type=_path, nargs='+', required=True,
                    help='text files or directories of them')
     r.add_argument('--out', type=_path, required=True, help='the directory to write (must not exist)')
+    r.add_argument('--encoding', default=RunArgs.encoding, help="the corpus files' text encoding")
     r.add_argument('--vocab-size', type=_int(6), default=RunArgs.vocab_size)
     r.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
     r.add_argument('--seed', type=_int(0, 2**64 - 1), default=RunArgs.seed, help='the held-out split\'s seed')
@@ -503,6 +505,7 @@ def _parser() -> _Parser:
     e.add_argument('model_dir', type=_path)
     e.add_argument('--corpus', type=_path, nargs='+',
                    help='evaluate on these files (default: the run\'s held-out split)')
+    e.add_argument('--encoding', default=RunArgs.encoding, help="those files' text encoding")
     return p
 
 # %% ../nbs/12_command.ipynb #34ffdf31
@@ -594,7 +597,7 @@ def _take_init(ns):
 # %% ../nbs/12_command.ipynb #c1d2e323
 def _take_data(ns):
     "`--data DIR`: a prepared corpus and its vocabulary; the corpus and vocabulary options must not be given."
-    clash = sorted(ns.given & {'--corpus', '--vocab', '--vocab-size'})
+    clash = sorted(ns.given & {'--corpus', '--encoding', '--vocab', '--vocab-size'})
     if clash: raise UsageError(f"--data {ns.data} holds its corpus and vocabulary; drop {clash[0]}")
     if not (Path(ns.data) / 'meta.json').is_file():
         raise UsageError(f"--data {ns.data} is not prepared data (no meta.json): run bert-nb prepare first")
@@ -609,7 +612,7 @@ def _new_args(ns) -> tuple[RunArgs, int]:
     minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
     if ns.init: _take_init(ns)
     if ns.data: _take_data(ns)
-    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], data=ns.data,
+    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], encoding=ns.encoding, data=ns.data,
                 vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
@@ -679,7 +682,7 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
 def _eval_cmd(ns) -> int:
     model, tok = load_model(ns.model_dir)
     if ns.corpus:
-        lines = read_corpus(ns.corpus)
+        lines = read_corpus(ns.corpus, ns.encoding)
         if not lines: raise ValueError(f"the corpus {' '.join(ns.corpus)} has no non-empty line")
         rows, lens = pack_rows(tok, lines, model.config.max_len); seed = 0
     else:
@@ -698,7 +701,7 @@ def _eval_cmd(ns) -> int:
 def _prepare_cmd(ns) -> int:
     if ns.vocab and '--vocab-size' in ns.given: raise UsageError("give --vocab or --vocab-size, not both")
     if Path(ns.out).exists(): raise UsageError(f"--out {ns.out} exists: prepare writes a new directory")
-    out = prepare_data(ns.corpus, ns.out, ns.vocab_size, ns.vocab, ns.seed)  # a missing corpus: refused there
+    out = prepare_data(ns.corpus, ns.out, ns.vocab_size, ns.vocab, ns.seed, encoding=ns.encoding)
     print(f"wrote {out}/")
     return 0
 

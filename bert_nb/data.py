@@ -183,11 +183,11 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
     return dict(tokens=n, sha256={k: v.hexdigest() for k, v in sha.items()})
 
 # %% ../nbs/10_data.ipynb #7ec87a06
-def _vocab(files, held, vocab_size, vocab, say) -> WordPieceTokenizer:
+def _vocab(files, held, vocab_size, vocab, say, encoding: str = 'UTF-8') -> WordPieceTokenizer:
     "The given vocabulary, or one trained on the training lines (a second pass over the corpus)."
     if vocab: return WordPieceTokenizer.from_vocab(vocab)
     vocab_size, t = _vocab_size(vocab_size), time.time()
-    counts = word_counts(itertools.compress(corpus_lines(files), (~held).tolist()))
+    counts = word_counts(itertools.compress(corpus_lines(files, encoding), (~held).tolist()))
     say(f"counting words: {len(counts):,} distinct in the training lines, {time.time() - t:.1f} s")
     t = time.time()
     tok = WordPieceTokenizer.from_tokens(train_vocab(counts, vocab_size))
@@ -201,25 +201,25 @@ def _token_dtype(vocab: int) -> np.dtype:
 
 # %% ../nbs/10_data.ipynb #e12e9faf
 def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | None = None, seed: int = 0,
-                 say=print) -> Path:
+                 say=print, encoding: str = 'UTF-8') -> Path:
     "Tokenize a corpus (files, directories of them) once into the directory `out`; a line a stage to `say`."
     out = Path(out)
     if out.exists(): raise ValueError(f"{out} exists: prepare_data writes a new directory")
     if why := _unwritable(out): raise ValueError(why)  # before the corpus is read, not at its first write
     files, t = corpus_files(paths), time.time()
-    n = sum(1 for _ in corpus_lines(files))
+    n = sum(1 for _ in corpus_lines(files, encoding))
     size = sum(f.stat().st_size for f in files)
     say(f"reading: {n:,} lines in {len(files):,} file(s), {size / 2**20:,.1f} MiB, {time.time() - t:.1f} s")
     if n < 2: raise ValueError(f"the corpus has {n} non-empty line(s); at least 2 are needed (1 is held out)")
     held = held_mask(n, seed)
-    tok = _vocab(files, held, vocab_size, vocab, say)
+    tok = _vocab(files, held, vocab_size, vocab, say, encoding)
     out.parent.mkdir(parents=True, exist_ok=True)
     _recover(out)  # what a killed prepare left beside `out`: its process is gone
     tmp = Path(tempfile.mkdtemp(prefix=f'.{_stem(out)}.tmp-{os.getpid()}-', dir=out.parent))
     try:
         _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
         t, dtype = time.time(), _token_dtype(len(tok))
-        made = _tokenize(tok, corpus_lines(files), held, tmp, dtype)
+        made = _tokenize(tok, corpus_lines(files, encoding), held, tmp, dtype)
         n_tok = made['tokens']
         say(f"tokenizing: {n_tok['train']:,} training and {n_tok['held']:,} held-out tokens, "
             f"{sum(n_tok.values()) / (time.time() - t):,.0f} tokens/s")

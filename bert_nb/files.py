@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import bz2, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
+import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
 from pathlib import Path
 
 # %% auto #0
@@ -75,13 +75,13 @@ def _read_bin(path: Path) -> dict:
 # %% ../nbs/11_files.ipynb #5b6819a7
 _MAGIC = {b'\x1f\x8b': gzip.open, b'BZh': bz2.open, b'\xfd7zXZ\x00': lzma.open}
 
-def _open_text(path: Path):
-    "A text file, plain or gzip, bz2 or xz (told by its first bytes), as strict UTF-8 text."
+def _open_text(path: Path, encoding: str = 'UTF-8'):
+    "A text file, plain or gzip, bz2 or xz (told by its first bytes), as strictly decoded text."
     with open(path, 'rb') as f: head = f.read(6)
     if head.startswith(b'\x28\xb5\x2f\xfd'):
         raise ValueError(f"corpus file {path} is zstd-compressed, not read here: decompress it (zstd -d)")
     opener = next((o for m, o in _MAGIC.items() if head.startswith(m)), open)
-    return io.TextIOWrapper(opener(path, 'rb'), encoding='utf-8', errors='strict')
+    return io.TextIOWrapper(opener(path, 'rb'), encoding=encoding, errors='strict')
 
 # %% ../nbs/11_files.ipynb #1c20da74
 def corpus_files(paths) -> list[Path]:
@@ -102,18 +102,22 @@ def corpus_files(paths) -> list[Path]:
         else: raise FileNotFoundError(f"no corpus file or directory at {p}")
     return files
 
-def corpus_lines(files):
-    "The stripped, non-empty lines of `files`, in order, one at a time; what is not text is refused, by name."
+def corpus_lines(files, encoding: str = 'UTF-8'):
+    """The stripped, non-empty lines of `files`, in order, one at a time, decoded as `encoding`; what is not
+    text is refused, by name."""
+    try: known = codecs.lookup(encoding)._is_text_encoding  # not rot13 and the like, which map str to str
+    except (LookupError, TypeError): known = False
+    if not known: raise ValueError(f"encoding must be a text encoding Python knows, got {encoding!r}")
     for p in files:
         try:
-            with _open_text(p) as f:
+            with _open_text(p, encoding) as f:
                 for i, line in enumerate(f):
                     if '\x00' in line:
                         raise ValueError(f"corpus file {p} is not text: a NUL byte, line {i + 1}")
                     if s := line.strip(): yield s
         except UnicodeDecodeError as e:
-            raise ValueError(f"corpus file {p} is not UTF-8 text ({e.reason}): binary, or another encoding") \
-                from None
+            raise ValueError(f"corpus file {p} is not {encoding} text ({e.reason}): binary, or another "
+                             "encoding (--encoding)") from None
         except (OSError, EOFError, lzma.LZMAError) as e:  # a damaged or cut-off archive
             raise ValueError(f"corpus file {p} cannot be read: {e}") from None
 

@@ -25,9 +25,9 @@ __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
 
-def read_corpus(paths) -> list[str]:
+def read_corpus(paths, encoding: str = 'UTF-8') -> list[str]:
     "The stripped, non-empty lines of text files or directories of them, plain or compressed."
-    return list(corpus_lines(corpus_files(paths)))
+    return list(corpus_lines(corpus_files(paths), encoding))
 
 # %% ../nbs/03_pretrain.ipynb #476a11e2
 SPLIT, INIT, ORDER, EVAL, DEMO = (2**63 + i for i in range(5))  # streams; masking uses stream = rank
@@ -209,7 +209,7 @@ def fill(model: BertForMLM, tok: WordPieceTokenizer, text: str,
 def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int,
                    held: list[str] | None = None) -> list[tuple[str, str]]:
     "n held-out lines (`held`, or the run's) that fit the model, a word (a token, 3+ letters) hidden in each."
-    if held is None: held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS]), a.seed)[1]
+    if held is None: held = split_lines(read_corpus(a.corpus or [DEFAULT_CORPUS], a.encoding), a.seed)[1]
     rng, out = PCG32(a.seed, DEMO), []
     for i in shuffle(len(held), rng):
         if len(tok.encode(held[i])) > a.max_len: continue
@@ -226,6 +226,7 @@ def heldout_blanks(a: RunArgs, tok: WordPieceTokenizer, n: int,
 @dataclass
 class RunArgs:
     corpus: list = field(default_factory=list)  # text files; empty: the bundled KJV
+    encoding: str = 'UTF-8'                     # ... their text encoding
     vocab: str | None = None                    # a vocab.txt to use instead of training one
     init: str | None = None                     # a model directory to continue pretraining (its vocab, sizes)
     data: str | None = None                     # a prepared corpus (bert-nb prepare): corpus and vocab
@@ -292,7 +293,7 @@ class MLMLoss(nn.Module):
 # %% ../nbs/03_pretrain.ipynb #29d5577b
 def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, world: int = 1) -> dict:
     "The run's lines, split, tokenizer and packed rows, all fixed by its arguments (vocab: rank 0's)."
-    lines = read_corpus(a.corpus or [DEFAULT_CORPUS])
+    lines = read_corpus(a.corpus or [DEFAULT_CORPUS], a.encoding)
     if len(lines) < 2:
         raise ValueError(f"the corpus has {len(lines)} non-empty line(s); at least 2 are needed "
                          "(one is held out)")

@@ -1,7 +1,7 @@
 """Files others can read (#36): a save's files and directories take the modes `open` and `mkdir` give under the
 umask (safetensors wrote its weights 0600), another account loads the model, and one that may not read a file is
 told so, not told that the file is corrupt."""
-import os, re, stat, subprocess, sys, tempfile, textwrap
+import json, os, re, stat, subprocess, sys, tempfile, textwrap
 from pathlib import Path
 import pytest
 import torch
@@ -155,3 +155,29 @@ def test_a_save_into_a_directory_holding_a_mount_point(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ['m']  # no temporary left beside it
     finally: subprocess.run(['umount', str(d / 'vol')])
     assert isinstance(load_bert(d), BertForMLM)
+
+@pytest.mark.parametrize('encoding', ['latin-1', 'utf-16', 'cp1252'])
+def test_a_corpus_in_another_encoding(tmp_path, encoding):
+    "A Latin-1 or UTF-16 corpus was refused as 'not UTF-8' with no way to read it (#36): --encoding, as open takes."
+    from bert_nb.files import corpus_lines
+    text = 'café crème brûlée, à la française\n' * 200
+    (tmp_path / 'c.txt').write_bytes(text.encode(encoding))
+    with pytest.raises(ValueError, match=r'c.txt is not UTF-8 text .*\(--encoding\)'): list(corpus_lines([tmp_path / 'c.txt']))
+    assert list(corpus_lines([tmp_path / 'c.txt'], encoding))[0] == 'café crème brûlée, à la française'
+    exe = Path(sys.executable).parent / 'bert-nb'
+    run = lambda *a: subprocess.run([str(exe), *map(str, a)], capture_output=True, text=True, timeout=300)
+    r = run('--corpus', tmp_path / 'c.txt', '--encoding', encoding, '--vocab-size', 60, '--steps', 2, '--max-len', 16,
+            '--batch-size', 4, '--d-model', 16, '--layers', 1, '--heads', 2, '--d-ff', 32, '--evals', 1, '--quiet',
+            '--out', tmp_path / 'run')
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert json.loads((tmp_path / 'run' / 'args.json').read_text())['encoding'] == encoding
+    words = (tmp_path / 'run' / 'vocab.txt').read_text(encoding='utf-8').split()
+    assert {'cafe', 'brulee', 'francaise'} <= set(words)  # read as the text it is (uncased BERT strips accents)
+
+def test_binary_stays_refused_and_an_unknown_encoding_is_named(tmp_path):
+    from bert_nb.files import corpus_lines
+    (tmp_path / 'b').write_bytes(bytes(range(256)) * 4)  # every byte decodes in Latin-1: the NUL still tells
+    with pytest.raises(ValueError, match='is not text: a NUL byte'): list(corpus_lines([tmp_path / 'b'], 'latin-1'))
+    for bad in ('klingon', 'rot13', 3):
+        with pytest.raises(ValueError, match='encoding must be a text encoding Python knows'):
+            list(corpus_lines([tmp_path / 'b'], bad))
