@@ -742,7 +742,7 @@ def _inode(p: Path) -> tuple | None:
     "Which directory `p` names now (a save puts a new one in its place), or None between a save's renames."
     try: st = os.stat(p)
     except FileNotFoundError: return None
-    return st.st_dev, st.st_ino
+    return st.st_dev, st.st_ino, st.st_ctime_ns  # ctime too: a swapped-in directory may reuse a freed inode
 
 from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
 

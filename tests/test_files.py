@@ -181,3 +181,15 @@ def test_binary_stays_refused_and_an_unknown_encoding_is_named(tmp_path):
     for bad in ('klingon', 'rot13', 3):
         with pytest.raises(ValueError, match='encoding must be a text encoding Python knows'):
             list(corpus_lines([tmp_path / 'b'], bad))
+
+def test_a_load_sees_a_swap_that_reused_the_inode(tmp_path, monkeypatch):
+    "A load racing two saves failed once in 159 (#36): the new directory can take the old one's freed inode number."
+    import bert_nb.bert as B
+    d = save_bert(BertForMLM(CFG, PCG32(0)), tmp_path / 'm')
+    reads, real = [], B._load_dir
+    def read_while_swapped(*a):  # as if a save swapped in a new directory under the same inode number
+        reads.append(1)
+        if len(reads) == 1: os.chmod(d, 0o755)  # the inode's ctime moves, its number stays
+        return real(*a)
+    monkeypatch.setattr(B, '_load_dir', read_while_swapped)
+    assert isinstance(B.load_bert(d), BertForMLM) and len(reads) == 2  # read again, not trusted
