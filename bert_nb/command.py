@@ -7,7 +7,8 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, errno, gc, hashlib, itertools, json, math, os, resource, shutil, sys, time, warnings
+import argparse, copy, errno, gc, hashlib, itertools, json, math, os, resource, shutil, socket, sys, time
+import warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -136,6 +137,21 @@ def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
                          "(per process)")
     return rows
 
+# %% ../nbs/12_command.ipynb #fc521a9f
+def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
+    """This process's data, loaded, and every rank's agreed on before any waits on another: across nodes each
+    holds its own copy, and one refused copy must stop every rank with one line that names its node."""
+    try: data, why = load_data(_data_dir(a, out, resume, rank, say), a.max_len), None
+    except (ValueError, OSError) as e: data, why = None, str(e)
+    mine = dict(rank=rank, host=socket.gethostname(), why=why, data=why or _signature(data['meta']))
+    every = _gather(mine, world)
+    if bad := next((e for e in every if e['why']), None):
+        raise ValueError(f"rank {bad['rank']} on {bad['host']}: {bad['why']}")
+    if odd := next((e for e in every if e['data'] != every[0]['data']), None):
+        raise ValueError(f"rank {odd['rank']} on {odd['host']} holds other data than rank 0 on "
+                         f"{every[0]['host']} (token files or vocabulary): give every node the same copy")
+    return data
+
 # %% ../nbs/12_command.ipynb #75da8fae
 def _check_vocab(data: dict, a: RunArgs, resume: bool):
     "Refuse, before training, data with nothing to mask, or whose vocabulary is not --init's."
@@ -162,7 +178,7 @@ class _Run:
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
         t = time.time()
-        self.data = load_data(_data_dir(a, self.out, resume, self.rank, say), a.max_len)
+        self.data = _agreed_data(a, self.out, resume, self.rank, self.world, say)
         self.prepare_s, self.t0 = round(time.time() - t, 1), time.time()  # --minutes counts training only
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)

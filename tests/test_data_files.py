@@ -240,3 +240,46 @@ def test_an_error_mid_run_starts_its_own_line(copy, tmp_path):
     r = cli('--data', copy, '--steps', 200, '--out', tmp_path / 'o', *[a for a in SMALL if a != '--quiet'])
     last = r.stderr.rstrip('\n').split('\n')[-1]
     assert r.returncode == 2 and last.startswith('bert-nb: error: ') and 'token id 65535' in last, r.stderr[-600:]
+
+# #36: across nodes. Two torchrun launchers on the loopback address, a "node" each, each in its own directory with
+# its own copy of the token files: what was run (CPU, gloo, loopback); GPUs, nccl and real networks were not.
+
+def nodes(n0: Path, n1: Path, *args) -> list[subprocess.CompletedProcess]:
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    cmd = lambda i: [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--node_rank', str(i),
+                     '--nproc_per_node', '1', '--master_addr', '127.0.0.1', '--master_port', str(port),
+                     str(Path(__file__).parents[1] / 'bert_nb' / 'command.py'), 'train', *map(str, args)]
+    procs = [subprocess.Popen(cmd(i), cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1')) for i, d in enumerate((n0, n1))]
+    outs = [p.communicate(timeout=180) for p in procs]
+    return [subprocess.CompletedProcess(p.args, p.returncode, o, e) for p, (o, e) in zip(procs, outs)]
+
+@pytest.fixture
+def two_nodes(data, tmp_path) -> tuple[Path, Path]:
+    for i in (0, 1): shutil.copytree(data, tmp_path / f'n{i}' / 'data')
+    return tmp_path / 'n0', tmp_path / 'n1'
+
+def test_two_nodes_train_as_one_launcher_of_two_processes(two_nodes, data, tmp_path):
+    n0, n1 = two_nodes
+    rs = nodes(n0, n1, '--data', 'data', '--steps', 4, '--out', 'out', *SMALL)
+    assert all(r.returncode == 0 for r in rs), rs[0].stderr[-2000:] + rs[1].stderr[-2000:]
+    torchrun('--data', data, '--steps', 4, '--out', tmp_path / 'one', *SMALL)
+    a, b = (json.loads((d / 'metrics.json').read_text()) for d in (n0 / 'out', tmp_path / 'one'))
+    assert a['world_size'] == 2 and a['train'] == b['train'] and a['weight_digests'] == b['weight_digests']
+
+@pytest.mark.parametrize('copy_on_node_1', ['damaged', 'prepared again'])
+def test_a_node_with_another_copy_stops_every_rank_with_one_line(two_nodes, corpus, copy_on_node_1):
+    "The node whose copy was refused said so; the other died in gloo ('Connection closed by peer'), a traceback."
+    n0, n1 = two_nodes
+    if copy_on_node_1 == 'damaged':
+        (n1 / 'data' / 'held.bin').write_bytes((n1 / 'data' / 'held.bin').read_bytes()[::-1])
+        says = 'rank 1 on '
+    else:
+        shutil.rmtree(n1 / 'data')
+        assert cli('prepare', '--corpus', corpus, '--out', n1 / 'data', '--vocab', n0 / 'data' / 'vocab.txt',
+                   '--seed', 5).returncode == 0
+        says = 'holds other data than rank 0'
+    for r in nodes(n0, n1, '--data', 'data', '--steps', 4, '--out', 'out', *SMALL):
+        ours = [l for l in r.stderr.splitlines() if l.startswith('bert-nb:')]
+        assert r.returncode != 0 and len(ours) == 1 and says in ours[0] and 'rank 1 on ' in ours[0], r.stderr[-2000:]
+        assert 'Connection closed by peer' not in r.stderr and '[rank' not in r.stderr, r.stderr[-2000:]
