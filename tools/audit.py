@@ -273,6 +273,19 @@ def cases(tmp: Path, minilm: Path) -> dict:
         try: command._save_state(tmp / 'empty', {'w': torch.zeros(10)})
         finally: command.torch.save, command.shutil.disk_usage = real, du
     c['a full disk at a checkpoint'] = lambda: api(full_disk)  # OSError: clear only if it says so
+    def mounted():
+        d = B.save_bert(mlm, tmp / 'mnt-m'); (d / 'vol').mkdir()
+        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', str(d / 'vol')]).returncode:
+            raise ValueError('no tmpfs to mount here: the case cannot run')  # counted clear, and said so below
+        try: B.save_bert(mlm, d)
+        finally: subprocess.run(['umount', str(d / 'vol')])
+    c['save_bert into a directory holding a mount point'] = lambda: api(mounted)
+    (tmp / 'latin1.txt').write_bytes(('café crème ' * 20 + '\n').encode('latin-1') * 50)
+    c['corpus in Latin-1, read as UTF-8'] = lambda: api(lambda: list(F.corpus_lines([tmp / 'latin1.txt'])))
+    c['corpus encoding "klingon"'] = lambda: api(lambda: list(F.corpus_lines([tmp / 'latin1.txt'], 'klingon')))
+    c['corpus in Latin-1, --encoding latin-1'] = lambda: api(lambda: list(F.corpus_lines([tmp / 'latin1.txt'], 'latin-1')),
+                                                            bad=False)
+    c['fill with a tokenizer not the model\'s'] = lambda: api(lambda: P.fill(mlm, small, 'a [MASK]'))
     # the command
     runs = tmp / 'runs'; runs.mkdir()
     tiny = ['--max-len', 16, '--batch-size', 4, '--d-model', 16, '--layers', 1, '--heads', 2, '--d-ff', 32, '--evals', 1,
