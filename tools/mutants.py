@@ -172,7 +172,7 @@ FAULTS += [
           'ids = rows[~np.isin(rows, special_ids(tok))]', 'ids = rows.reshape(-1)', PRETRAIN),
     Fault('p11', "--resume continues the run args.json names, not the one given", 'command.py', 'def _resume_args(',
           '    a.out = str(out)', '    a.out = a.out', ['tests/test_reliability.py', '-k', 'copy']),
-    Fault('p12', 'held-out evaluation masks at the training rate', 'pretrain.py', 'def evaluate(',
+    Fault('p12', 'held-out evaluation masks at the training rate', 'pretrain.py', 'def _eval_batches(',
           'tok, EVAL_P, rng, device)', 'tok, 0.4, rng, device)', PRETRAIN),
 ]
 
