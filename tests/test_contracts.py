@@ -169,3 +169,14 @@ def test_evaluate_leaves_the_model_as_it_found_it(tok, training):
     a = evaluate(m, tok, rows, lens, seed=0)
     assert m.training == training and all(x.training == training for x in m.modules())
     assert evaluate(m, tok, rows, lens, seed=0) == a  # dropout off inside: the same figures twice
+
+def test_evaluate_masks_at_0_15_from_the_eval_stream(tok):
+    "The held-out blanks: mlm_mask at p = 0.15 on PCG32(seed, EVAL), 64 rows at a time, whatever the training rate."
+    from bert_nb.pretrain import EVAL
+    rows, lens = pack_rows(tok, read_corpus([DEFAULT_CORPUS])[:200], max_len=16)
+    m = BertForMLM(BertConfig(len(tok), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32), rng=PCG32(2))
+    g, n = PCG32(3, EVAL), 0
+    for i in range(0, len(rows), 64):  # the oracle: the op order's own call, batch by batch
+        ids = rows[i:i + 64]
+        n += int((mlm_mask(ids, np.isin(ids, special_ids(tok)), tok.mask_id, len(tok), 0.15, g)[1] != -100).sum())
+    assert evaluate(m, tok, rows, lens, seed=3)['n'] == n and len(rows) > 64
