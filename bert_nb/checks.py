@@ -147,12 +147,9 @@ def _check_call(enc, ids, attn_mask, input_ids, attention_mask, output_pooled: b
     "BertEncoder.forward's arguments under either name: (ids, attn_mask); output_pooled needs a pooler."
     ids, attn_mask = _either('ids', ids, input_ids), _either('attn_mask', attn_mask, attention_mask)
     if output_pooled and enc.pooler is None: raise ValueError("output_pooled: the encoder has no pooler")
-    if attn_mask is not None:  # its shape against the ids': in run_layers, once the ids are checked too
-        if not isinstance(attn_mask, torch.Tensor) or attn_mask.dim() != 2:
-            raise ValueError(f"attn_mask must be a (B, T) tensor, got {type(attn_mask).__name__} "
-                             f"of shape {tuple(getattr(attn_mask, 'shape', ()))}")
-        if attn_mask.dtype.is_floating_point or attn_mask.dtype.is_complex:
-            raise ValueError(f"attn_mask must be an integer or bool tensor, got {attn_mask.dtype}")
+    if attn_mask is not None and (not isinstance(attn_mask, torch.Tensor) or attn_mask.dim() != 2):
+        raise ValueError(f"attn_mask must be a (B, T) tensor, got {type(attn_mask).__name__} "  # its shape
+                         f"of shape {tuple(getattr(attn_mask, 'shape', ()))}")  # and dtype: run_layers checks
     return ids, attn_mask
 
 def _check_labels(labels, ref: torch.Tensor, vocab: int) -> torch.Tensor:

@@ -65,8 +65,8 @@ def _save_state(out: Path, state: dict):
         os.replace(tmp, out / 'resume.pt')
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        need, free = _bytes(state), shutil.disk_usage(out).free
-        if isinstance(e, RuntimeError) and free < need:  # torch's writer says only "unexpected pos"
+        need, free = _bytes(state), shutil.disk_usage(out).free if isinstance(e, RuntimeError) else None
+        if free is not None and free < need:  # torch's writer says only "unexpected pos"
             raise OSError(errno.ENOSPC, f"no space left on device for {tmp}: the checkpoint needs about "
                           f"{need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
         raise
@@ -143,7 +143,7 @@ def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say
     holds its own copy, and one refused copy must stop every rank with one line that names its node."""
     try: data, why = load_data(_data_dir(a, out, resume, rank, say), a.max_len), None
     except (ValueError, OSError) as e: data, why = None, str(e)
-    mine = dict(rank=rank, host=socket.gethostname(), why=why, data=why or _signature(data['meta']))
+    mine = dict(rank=rank, host=socket.gethostname(), why=why, data=None if why else _signature(data['meta']))
     every = _gather(mine, world)
     if bad := next((e for e in every if e['why']), None):
         raise ValueError(f"rank {bad['rank']} on {bad['host']}: {bad['why']}")

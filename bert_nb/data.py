@@ -301,13 +301,13 @@ def _meta_entry(d: Path, meta: dict, key: str, kind, keys=()):
 def _check_data(d: Path, meta: dict, vocab: int):
     "A prepared directory as prepare_data left it: every file there, of its dtype, size and digest."
     tokens = _meta_entry(d, meta, 'tokens', int, ('train', 'held'))
-    digests = _meta_entry(d, meta, 'sha256', str, ('train', 'held'))
-    if _meta_entry(d, meta, 'dtype', str) != _token_dtype(vocab).str:
+    digests, dtype = _meta_entry(d, meta, 'sha256', str, ('train', 'held')), _token_dtype(vocab)
+    if _meta_entry(d, meta, 'dtype', str) != dtype.str:
         raise ValueError(f"{d / 'meta.json'}: dtype {meta['dtype']!r} is not what prepare writes for a "
-                         f"vocabulary of {vocab} ({_token_dtype(vocab).str!r}): prepare the corpus again")
+                         f"vocabulary of {vocab} ({dtype.str!r}): prepare the corpus again")
     for split in ('train', 'held'):
         f = d / f'{split}.bin'
-        if not f.is_file() or f.stat().st_size != tokens[split] * _token_dtype(vocab).itemsize or \
+        if not f.is_file() or f.stat().st_size != tokens[split] * dtype.itemsize or \
            _sha256(f) != digests[split]:
             raise ValueError(f"{f} is missing or changed since it was prepared: prepare the corpus again")
         if tokens[split] == 0: raise ValueError(f"{f} holds no tokens: the {split} split is empty")
