@@ -8,13 +8,12 @@ import torch
 import transformers
 from transformers import BertConfig as HFConfig, BertForMaskedLM, BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert
-from bert_nb.pretrain import RunArgs, prepare, evaluate, lr_factor, Batches, ORDER, REFIT
+from bert_nb.pretrain import RunArgs, prepare, evaluate, time_factor, Batches, ORDER
 from bert_nb.command import train
 from bert_nb.rng import PCG32
 
 def stock(minutes: float, d=128, layers=2, heads=2, d_ff=512, T=64, B=64, lr=2e-3, seed=0) -> dict:
-    "The stock recipe for `minutes`: steps fixed from the time of a few warm-up steps, as our run does."
-    t0 = time.time()
+    "The stock recipe for `minutes` of training (preparing the data not counted, as in ours)."
     a = RunArgs(max_len=T, seed=seed)
     data = prepare(a)
     tok = data['tok']
@@ -29,34 +28,24 @@ def stock(minutes: float, d=128, layers=2, heads=2, d_ff=512, T=64, B=64, lr=2e-
     special = torch.from_numpy(np.isin(data['rows'], hf_tok.all_special_ids))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     order = Batches(len(rows), B, PCG32(seed, ORDER))
-    def step(sched=None):
+    def step():
         idx = order.next()
         inputs, labels = coll.torch_mask_tokens(rows[idx].clone(), special[idx])
         loss = model(input_ids=inputs, labels=labels).loss
         opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step()
-        if sched: sched.step()
         return loss.item()
-    probe = BertForMaskedLM(cfg); probe.load_state_dict(model.state_dict())  # time steps on a copy, like ours
-    keep, model = model, probe
-    opt_keep, opt = opt, torch.optim.AdamW(probe.parameters(), lr=lr)
-    times = []
-    for _ in range(4):
+    # the same budget schedule as our run: the learning rate follows the time spent; stop a step before the end
+    t_train, times, budget = time.perf_counter(), [], minutes * 60
+    while not times or time.perf_counter() - t_train + np.median(times[-16:]) < budget:
+        for g in opt.param_groups: g['lr'] = lr * time_factor((time.perf_counter() - t_train) / budget, 0.05)
         t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
-    model, opt = keep, opt_keep
-    total = int((minutes * 60 - (time.time() - t0)) / np.median(times[1:]))
-    warmup = max(1, total // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, warmup))  # linear warmup and decay
-    t_train, done = time.perf_counter(), 0
-    while done < total:
-        step(sched); done += 1
-        if done == REFIT:  # the same refit from real steps as our run, so both use the whole budget
-            total = REFIT + int((minutes * 60 - (time.time() - t0)) / ((time.perf_counter() - t_train) / REFIT))
+    total = len(times)
     train_s = time.perf_counter() - t_train
     ours = load_hf_bert(BertForMLM(BertConfig(len(tok), max_len=T, d_model=d, n_heads=heads, n_layers=layers, d_ff=d_ff, dropout=0.0)), model.state_dict())
     own = evaluate(ours, tok, data['held_rows'], data['held_lens'], seed)                     # its own 64-token rows
     same = prepare(RunArgs(max_len=RunArgs.max_len, seed=seed), tok)                          # the rows our default run is scored on
     ev = evaluate(ours, tok, same['held_rows'], same['held_lens'], seed)
-    return dict(steps=total, tokens=total * B * T, tokens_per_s=total * B * T / train_s, wall_s=time.time() - t0, own_acc=own['acc'], loss=ev['loss'], acc=ev['acc'])
+    return dict(steps=total, tokens=total * B * T, tokens_per_s=total * B * T / train_s, wall_s=time.perf_counter() - t_train, own_acc=own['acc'], loss=ev['loss'], acc=ev['acc'])
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0]); ap.add_argument('--minutes', type=float, default=5.0)

@@ -7,8 +7,8 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, copy, errno, gc, hashlib, itertools, json, math, os, resource, shutil, socket, sys, time
-import warnings
+import argparse, collections, errno, gc, hashlib, itertools, json, math, os, resource, shutil, socket, sys
+import time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -22,33 +22,20 @@ from .bert import BertConfig, BertForMLM, special_ids, save_bert
 from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
-                              Batches, MLMLoss, evaluate, sinusoid_positions, find_model, load_model,
-                              init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER, DEMO, REFIT,
+                              time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, find_model,
+                              load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER,
                               _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
 from .files import _read_json, _write_text, _stem, _unwritable
 
 # %% auto #0
-__all__ = ['LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
-           'main']
+__all__ = ['FINISH', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses', 'write_plots',
+           'UsageError', 'main']
 
 # %% ../nbs/12_command.ipynb #c0ad0015
-def _calibrate(model, a, data, tok, device, budget_s: float) -> int:
-    "Steps that fit in budget_s, timed on a copy of the model (the run's own state is not touched)."
-    m = copy.deepcopy(model); opt = make_optimizer(m, a.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-    rng, rows = PCG32(a.seed, DEMO), data['rows'].take(np.arange(min(a.batch_size, len(data['rows']))))
-    times = []
-    for _ in range(10):
-        t = time.perf_counter()
-        _step(MLMLoss(m), opt, sched, _masked(*rows, tok, a.mask_p, rng, device)[-1])
-        times.append(time.perf_counter() - t)
-    t_eval = time.perf_counter()
-    evaluate(m, tok, data['held_rows'], data['held_lens'], a.seed)
-    t_eval = time.perf_counter() - t_eval
-    budget_s -= sum(times) + t_eval  # the calibration's own time
-    step_s = np.median(times[4:])     # the first steps set up kernels
-    return max(1, int((budget_s - (a.evals + 1) * t_eval) / step_s))
+_clock = time.perf_counter  # the budget's clock: tests give a run one that slows down or stalls
+
+FINISH = 5  # finishing (an evaluation, a checkpoint, the model and its plots) takes about 5 evaluations' time
 
 def weights_digest(model: nn.Module) -> str:
     "sha256 of every parameter's bytes: equal digests, identical weights."
@@ -167,6 +154,28 @@ def _check_vocab(data: dict, a: RunArgs, resume: bool):
     if init and data['tok'].tokens() != init.tokens():
         raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
 
+# %% ../nbs/12_command.ipynb #fcf13cae
+class _Budget:
+    "The seconds a run has spent of its budget (`--minutes`), on `_clock`, and when it must start finishing."
+    def __init__(self, minutes: float | None, rank: int, world: int):
+        self.seconds = None if minutes is None else minutes * 60
+        self.t0, self.spent, self.rank, self.world = _clock(), 0.0, rank, world
+        self.train_s = math.inf  # the seconds for steps: the budget less what finishing takes
+        self.step_s = collections.deque(maxlen=16)  # the last steps' seconds
+
+    def spent_s(self) -> float: return self.spent + _clock() - self.t0  # this rank's clock
+
+    def tick(self) -> tuple[float, bool]:
+        "Seconds spent, and whether finishing must start now: rank 0's, on every rank (they stop together)."
+        e = self.spent_s()
+        if self.seconds is None: return e, False
+        step = float(np.median(self.step_s)) if self.step_s else 0.0  # a stall is one step of 16
+        return _broadcast((e, e + step >= self.train_s), self.rank, self.world)
+
+    def keep_back(self, eval_s: float):
+        "What finishing takes, from an evaluation's seconds: the budget's steps end that much earlier."
+        if self.seconds is not None: self.train_s = self.seconds - FINISH * eval_s
+
 # %% ../nbs/12_command.ipynb #6a475bcc
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
@@ -179,7 +188,8 @@ class _Run:
         torch.manual_seed(a.seed)
         t = time.time()
         self.data = _agreed_data(a, self.out, resume, self.rank, self.world, say)
-        self.prepare_s, self.t0 = round(time.time() - t, 1), time.time()  # --minutes counts training only
+        self.prepare_s = round(time.time() - t, 1)
+        self.budget = _Budget(a.minutes, self.rank, self.world)  # from here: training, not preparing the data
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
@@ -188,58 +198,62 @@ class _Run:
         self.loss_fn = MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
+        self.sched = None  # a budget sets the learning rate from the time spent; --steps from the step
+        if a.steps is not None:
+            warmup = max(1, round(a.warmup * a.steps))
+            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, a.steps, warmup))
         self.mask_rng = PCG32(a.seed, self.rank)
         self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
         self.step, self.tokens, self.metrics, self.first_step_s = 0, 0, dict(train=[], eval=[]), None
-        self.eval_s = 0.0
+        self.eval_s, self.done = 0.0, False
         if a.init:
             r = self.model.load_report
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
                                         initialised=r.initialised)
 
-    def set_total(self, total: int):
-        # warmup is a share of the steps: a refit (or a resume after one) recomputes it with the total
-        self.total, self.warmup = total, max(1, round(self.a.warmup * total))
-        if not hasattr(self, 'sched'):
-            factor = lambda s: lr_factor(s, self.total, self.warmup)
-            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, factor)
-        self.eval_at = {round(total * k / self.a.evals) for k in range(1, self.a.evals + 1)} | {total}
 
 # %% ../nbs/12_command.ipynb #c1d2e313
 def _start(r: _Run):
-    "A new run: fix the step count (a budget is timed on a copy of the model); write the run's settings."
-    a = r.a
-    steps = [a.steps] if a.steps is not None else []
-    if a.minutes is not None:
-        left = a.minutes * 60 - (time.time() - r.t0)
-        fit = None if r.rank else _calibrate(r.model, a, r.data, r.tok, r.device, left)
-        steps.append(_broadcast(fit, r.rank, r.world))
-    r.set_total(min(steps))
-    if r.rank == 0 and a.init:  # the shorter of the absolute path args.json keeps and the relative one
-        print(f"starting from {min(a.init, os.path.relpath(a.init), key=len)}: {r.model.load_report}")
+    "A new run: its vocabulary written, evaluated at step 0 and checkpointed (so it can always resume)."
+    if r.rank == 0 and r.a.init:  # the shorter of the absolute path args.json keeps and the relative one
+        print(f"starting from {min(r.a.init, os.path.relpath(r.a.init), key=len)}: {r.model.load_report}")
     if r.rank == 0: r.tok.save(r.out)
     r.batches.next_epoch()  # the first epoch's order: a cost of the start (first_step_s), not of the steps
-    _checkpoint(r)  # at step 0: an interrupted run can always be resumed
+    _evaluate(r)
+
+def _evaluate(r: _Run, say=None, stop: bool = False):
+    """Held-out loss and accuracy (rank 0) and a checkpoint; their time fixes what a budget keeps back for
+    finishing, so a machine that slows down mid-run keeps more. A stop's (--stop-at) is not the budget's: the
+    resumed run spends the budget as the run that did not stop."""
+    t, r.evaluated = r.budget.spent_s(), r.step
+    if r.rank == 0:
+        ev = _held_out(r)
+        if say: say(f"step {r.step}: held-out loss {ev['loss']:.3f}, masked-token accuracy {ev['acc']:.1%}")
+    took = _broadcast(r.budget.spent_s() - t, r.rank, r.world)
+    if stop: r.budget.spent -= took
+    else: r.budget.keep_back(took)
+    _checkpoint(r)
 
 def _held_out(r: _Run) -> dict:
     "The held-out loss and accuracy now, appended to the run's metrics (its time kept out of tokens/s)."
     t = time.perf_counter()
     ev = evaluate(r.model, r.tok, r.data['held_rows'], r.data['held_lens'], r.a.seed)
     r.eval_s += time.perf_counter() - t
-    t = round(time.time() - r.t0, 2)
-    r.metrics['eval'].append(dict(step=r.step, tokens=r.tokens, time_s=t, **ev))
+    r.metrics['eval'].append(dict(step=r.step, tokens=r.tokens, time_s=round(r.budget.spent_s(), 2), **ev))
     return ev
 
+# %% ../nbs/12_command.ipynb #babfe303
 def _checkpoint(r: _Run):
     "resume.pt: the run's state and every rank's streams, gathered to rank 0, which writes it."
     mine = dict(mask_rng=[r.mask_rng.state, r.mask_rng.inc], batches=r.batches.state(),
                 torch_rng=torch.get_rng_state())
     ranks = _gather(mine, r.world)
     if r.rank == 0:
-        _save_state(r.out, dict(step=r.step, total=r.total, tokens=r.tokens, metrics=r.metrics,
-                                model=r.model.state_dict(), opt=r.opt.state_dict(),
-                                sched=r.sched.state_dict(), ranks=ranks, data=_signature(r.data['meta'])))
+        _save_state(r.out, dict(step=r.step, total=r.a.steps, tokens=r.tokens, spent=r.budget.spent_s(),
+                                train_s=r.budget.train_s, metrics=r.metrics, model=r.model.state_dict(),
+                                opt=r.opt.state_dict(), sched=r.sched and r.sched.state_dict(), ranks=ranks,
+                                data=_signature(r.data['meta'])))
 
 def _signature(meta: dict) -> dict:
     "What a run trained on: its token files' and vocabulary's digests, as prepare recorded them."
@@ -253,14 +267,16 @@ def _restore(r: _Run):
     except Exception as e:
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None
-    need = {'step', 'total', 'tokens', 'metrics', 'model', 'opt', 'sched', 'ranks'}
-    if not isinstance(ck, dict) or need - set(ck):
-        raise ValueError(f"{p} is not a bert-nb resume checkpoint")
-    counts = [ck[k] for k in ('step', 'total', 'tokens')]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts) or \
-       ck['step'] > ck['total'] or not isinstance(ck['metrics'], dict) or \
-       not all(isinstance(ck['metrics'].get(k), list) for k in ('train', 'eval')):
-        raise ValueError(f"{p} is not a bert-nb resume checkpoint (its step, total, tokens or metrics)")
+    need = {'step', 'total', 'tokens', 'spent', 'train_s', 'metrics', 'model', 'opt', 'sched', 'ranks'}
+    if not isinstance(ck, dict) or need - set(ck):  # (before #35 a checkpoint had no seconds: start again)
+        raise ValueError(f"{p} is not a bert-nb resume checkpoint of this version")
+    count = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    seconds = lambda v: isinstance(v, float) and not math.isnan(v)  # train_s: inf without a budget
+    if not (count(ck['step']) and count(ck['tokens']) and ck['total'] == r.a.steps
+            and ck['step'] <= (r.a.steps or math.inf) and seconds(ck['spent']) and ck['spent'] >= 0
+            and seconds(ck['train_s']) and isinstance(ck['metrics'], dict)
+            and all(isinstance(ck['metrics'].get(k), list) for k in ('train', 'eval'))):
+        raise ValueError(f"{p} is not a bert-nb resume checkpoint (its counts, seconds or metrics)")
     if not isinstance(ck['ranks'], list) or len(ck['ranks']) != r.world:
         raise ValueError(f"{r.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
                          f"many (not {r.world}), so that every shard and stream continues")
@@ -274,52 +290,54 @@ def _restore(r: _Run):
     if wrong:
         raise ValueError(f"{p} does not fit the model {r.out / 'args.json'} describes ({wrong[0]})")
     r.step, r.tokens, r.metrics = ck['step'], ck['tokens'], ck['metrics']
+    r.evaluated = r.step  # every checkpoint follows an evaluation
+    b = r.budget  # the seconds between the runs are not the budget's
+    b.spent, b.t0, b.train_s = ck['spent'], _clock(), ck['train_s']
     r.model.load_state_dict(ck['model'])
     mine = ck['ranks'][r.rank]
     r.mask_rng.state, r.mask_rng.inc = mine['mask_rng']
     r.batches.load(mine['batches']); torch.set_rng_state(mine['torch_rng'])
-    r.set_total(ck['total'])  # makes the scheduler, which sets the lr for step 0: load after it
-    r.opt.load_state_dict(ck['opt']); r.sched.load_state_dict(ck['sched'])
+    r.opt.load_state_dict(ck['opt'])
+    if r.sched: r.sched.load_state_dict(ck['sched'])
 
 # %% ../nbs/12_command.ipynb #071604f9
 def _loop(r: _Run, stop_at: int | None, progress: bool):
-    "Train to r.total (or stop_at): a step per batch, held-out evaluations and checkpoints at r.eval_at."
-    a, t_eval = r.a, 0.0
-    if r.rank == 0 and r.step == 0: t = time.time(); _held_out(r); t_eval = time.time() - t
-    bar = tqdm(total=r.total, initial=r.step, unit='step', disable=r.rank != 0 or not progress,
-               dynamic_ncols=True, mininterval=1)
-    r.t_train, tokens_start, step_start, ema = time.perf_counter(), r.tokens, r.step, None
-    r.eval_s = 0.0  # evaluations from here on, kept out of tokens/s
-    while r.step < r.total and (stop_at is None or r.step < stop_at):
+    """Train until the steps or the budget run out (or stop_at): a step per batch, evaluations and checkpoints
+    at fixed shares of the steps or of the budget. A budget's learning rate follows the share of it spent."""
+    a = r.a; ema, steps = None, a.steps
+    bar = tqdm(total=steps or round(r.budget.seconds), initial=r.step if steps else round(r.budget.spent_s()),
+               unit='step' if steps else 's', disable=r.rank != 0 or not progress, dynamic_ncols=True,
+               mininterval=1, bar_format=None if steps else '{l_bar}{bar}| {n:.0f}/{total} s{postfix}')
+    r.t_train, tokens_start, step_start, r.eval_s = time.perf_counter(), r.tokens, r.step, 0.0
+    at = lambda e: r.step if steps else e / r.budget.train_s  # a step, or a share of the time
+    e, full = r.budget.tick()
+    marks = [round(steps * k / a.evals) if steps else k / a.evals for k in range(1, a.evals)]
+    marks = [m for m in marks if m > at(e)]  # (a resumed run: those ahead)
+    while stop_at is None or r.step < stop_at:
+        if marks and at(e) >= marks[0]:
+            while marks and at(e) >= marks[0]: marks.pop(0)
+            _evaluate(r, bar.write); e, full = r.budget.tick()
+        if r.step == steps or full and r.step > 0: r.done = True; break  # (a run takes at least one step)
+        if not steps:
+            for g in r.opt.param_groups: g['lr'] = a.lr * time_factor(e / r.budget.train_s, a.warmup)
+        t = _clock()
         ids, n = r.rows.take(r.batches.next())
         ids, inputs, labels, args = _masked(ids, n, r.tok, a.mask_p, r.mask_rng, r.device)
         loss = _step(r.loss_fn, r.opt, r.sched, args)
         if not math.isfinite(loss):
             raise ValueError(f"the training loss is {loss} at step {r.step + 1}: the run diverged (lower "
                              f"--lr, or check --sin-scale); {r.out} keeps its last checkpoint")
-        r.step += 1; r.tokens += int(n.sum()) * r.world
+        r.step += 1; r.tokens += int(n.sum()) * r.world; r.budget.step_s.append(_clock() - t)
         if r.step == step_start + 1: r.first_step_s = round(time.time() - r.t_start, 2)  # data, model, a step
-        if r.step == REFIT and a.minutes is not None and r.total > 2 * REFIT:
-            # refit the step count to the budget from real steps (the calibration timed one batch on a copy)
-            left = a.minutes * 60 - (time.time() - r.t0) - (a.evals + 1) * t_eval
-            per_step = (time.perf_counter() - r.t_train) / (r.step - step_start)
-            fit = REFIT + int(left / per_step) if r.rank == 0 else None
-            fit = _broadcast(fit, r.rank, r.world)
-            r.set_total(max(2 * REFIT, fit if a.steps is None else min(a.steps, fit)))
-            bar.total = r.total
+        e, full = r.budget.tick()
         if r.rank == 0:
             r.tally.add(ids, inputs, labels, np.isin(ids, special_ids(r.tok)))
             r.metrics['train'].append([r.step, r.tokens, round(loss, 5)])
             ema = loss if ema is None else 0.98 * ema + 0.02 * loss
             tok_s = (r.tokens - tokens_start) / (time.perf_counter() - r.t_train)
-            bar.set_postfix(loss=f'{ema:.3f}', tok_s=f'{tok_s:,.0f}', refresh=False)
-            bar.update()
-        if r.step in r.eval_at or r.step == stop_at:
-            if r.rank == 0:
-                ev = _held_out(r)
-                bar.write(f"step {r.step}/{r.total}: held-out loss {ev['loss']:.3f}, "
-                          f"masked-token accuracy {ev['acc']:.1%}")
-            _checkpoint(r)
+            bar.set_postfix(step=r.step, loss=f'{ema:.3f}', tok_s=f'{tok_s:,.0f}', refresh=False)
+            bar.update(1 if steps else round(e) - bar.n)
+    if r.evaluated != r.step: _evaluate(r, bar.write, stop=not r.done)  # evaluated and resumable
     bar.close()
     r.tokens_start = tokens_start
 
@@ -340,9 +358,9 @@ def _finish(r: _Run):
     if r.rank != 0: return
     word, base = frequency_baseline(r.tok, r.data['held_rows'])
     acc = r.metrics['eval'][-1]['acc']
-    r.metrics.update(steps=r.step, total_steps=r.total, tokens=r.tokens,
+    r.metrics.update(steps=r.step, tokens=r.tokens,
                      tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1),
-                     wall_s=round(time.time() - r.t0, 1), prepare_s=r.prepare_s,
+                     wall_s=round(r.budget.spent_s(), 1), prepare_s=r.prepare_s,
                      first_step_s=r.first_step_s,
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
@@ -351,13 +369,33 @@ def _finish(r: _Run):
     save_bert(r.model, r.out / 'model', r.tok)
     tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
     write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
+    used = r.budget.spent_s()
+    if r.budget.seconds is not None:
+        b = r.budget.seconds
+        r.metrics.update(budget_s=b, used_s=round(used, 2), used=round(used / b, 4))
     _write_text(r.out / 'metrics.json', json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
+    _short(r, used)
     if not r.metrics['learned']:
         budget = f"The {r.a.minutes:g}-minute budget allowed {r.step} steps here. " if r.a.minutes else ''
         warnings.warn(f"the run did not learn: held-out accuracy {acc:.1%} after {r.step} steps is not "
                       f"{LEARNED:.0%} above always guessing {word!r} ({base:.1%}). {budget}Train a fixed "
                       "number of steps with --steps (the default model leaves the word-frequency plateau "
                       "between steps 200 and 400), or fewer --evals.", stacklevel=2)
+
+# %% ../nbs/12_command.ipynb #9de2fca9
+def _short(r: _Run, used: float):
+    "Say plainly when a run fell short of its budget or its steps."
+    b = r.budget
+    if b.seconds is None: return
+    if not 0.98 <= used / b.seconds <= 1:
+        why = ("finishing took less time than the run kept back for it" if used < b.seconds else
+               "the budget is shorter than one step, an evaluation and the save" if b.train_s <= 0 else
+               "a step, an evaluation or the save took longer than the run could foresee (a stall?)")
+        warnings.warn(f"the run used {used:.1f} s of its {b.seconds:g} s budget ({used / b.seconds:.1%}): "
+                      f"{why}", stacklevel=3)
+    if r.a.steps is not None and r.step < r.a.steps:
+        warnings.warn(f"the {r.a.minutes:g}-minute budget ran out after {r.step} of --steps {r.a.steps}; the "
+                      "learning rate follows the steps, so it had not decayed", stacklevel=3)
 
 # %% ../nbs/12_command.ipynb #b042a4f1
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
@@ -368,9 +406,11 @@ def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress
     r = _Run(a, started, timeout, say=print if progress else lambda s: None, claim=not resume)
     _restore(r) if started else _start(r)
     _loop(r, stop_at, progress)
-    if r.step < r.total:
+    if not r.done:
         if r.rank == 0:
-            print(f"stopped at step {r.step} of {r.total}; continue with: bert-nb train --resume {r.out}")
+            b = r.budget
+            of = f" of {r.a.steps}" if r.a.steps else f", {b.spent_s():.0f} s of {b.seconds:g} s"
+            print(f"stopped at step {r.step}{of}; continue with: bert-nb train --resume {r.out}")
     else: _finish(r)
     out, world = r.out, r.world
     del r

@@ -18,9 +18,10 @@ from .bert import BertForMLM, mlm_mask, special_ids, load_bert
 from .rng import _check_int as _an_int
 
 # %% auto #0
-__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'REFIT', 'EVAL_P', 'read_corpus', 'shuffle', 'held_mask',
-           'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'Batches', 'evaluate', 'find_model', 'load_model',
-           'init_model', 'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions', 'MLMLoss', 'prepare', 'plot_fills']
+__all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'EVAL_P', 'read_corpus', 'shuffle', 'held_mask',
+           'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'time_factor', 'Batches', 'evaluate',
+           'find_model', 'load_model', 'init_model', 'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions',
+           'MLMLoss', 'prepare', 'plot_fills']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
@@ -31,7 +32,6 @@ def read_corpus(paths, encoding: str = 'UTF-8') -> list[str]:
 
 # %% ../nbs/03_pretrain.ipynb #476a11e2
 SPLIT, INIT, ORDER, EVAL, DEMO = (2**63 + i for i in range(5))  # streams; masking uses stream = rank
-REFIT = 100  # a --minutes run refits its step count to the budget after this many real steps
 
 def shuffle(n: int, rng: PCG32) -> np.ndarray:
     "A Fisher-Yates permutation of range(n): for i from n - 1 down to 1, swap i with rng.below(i + 1)."
@@ -78,6 +78,11 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
     "Linear warmup to 1 over `warmup` steps, then linear decay to 0 at `total`."
     if step < warmup: return (step + 1) / warmup
     return max(0.0, (total - step) / max(1, total - warmup))
+
+def time_factor(share: float, warmup: float) -> float:
+    "The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's budget schedule."
+    if share < warmup: return share / warmup
+    return max(0.0, 1 - share) / (1 - warmup)
 
 # %% ../nbs/03_pretrain.ipynb #0828fcb5
 class Batches:
@@ -317,7 +322,8 @@ def _step(model, opt, sched, batch_args):
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step(); sched.step()
+    opt.step()
+    if sched: sched.step()  # a time budget sets the learning rate itself
     return loss.item()
 
 # %% ../nbs/03_pretrain.ipynb #a0c1d204

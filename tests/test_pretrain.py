@@ -204,27 +204,3 @@ def test_init_takes_every_position_of_its_checkpoint(run, corpus, tmp_path, caps
     assert 'more than the 32 positions' in capsys.readouterr().err and not (tmp_path / 'no').exists()
     assert main(args + ['--max-len', '32', '--out', str(tmp_path / 'yes')]) == 0
     assert json.loads((tmp_path / 'yes' / 'args.json').read_text())['max_len'] == 32
-
-def test_a_minutes_run_refits_its_schedule(run, corpus, tmp_path, monkeypatch):
-    """After REFIT real steps a --minutes run refits its step count to the time left; from there the learning rate
-    follows the schedule of the new total (its warmup a share of it, as --resume rebuilds it) and ends at 0."""
-    import bert_nb.command as command, bert_nb.pretrain as pretrain
-    monkeypatch.setattr(command, 'REFIT', 5)
-    monkeypatch.setattr(command, '_calibrate', lambda *a, **k: 1000)  # the calibration promised 1,000 steps
-    lrs = []
-    real = command._step
-    def step(loss_fn, opt, sched, args):
-        lrs.append(sched.get_last_lr()[0]); return real(loss_fn, opt, sched, args)
-    monkeypatch.setattr(command, '_step', step)
-    out = tmp_path / 'm'
-    assert main(['--corpus', str(corpus), '--minutes', '0.001', '--vocab', str(run / 'vocab.txt'), '--out', str(out)]
-                + TINY) == 0
-    m, ck = json.loads((out / 'metrics.json').read_text()), torch.load(out / 'resume.pt', weights_only=True)
-    total = m['steps']
-    assert total == ck['total'] == m['total_steps'] == len(lrs) and 10 <= total < 1000  # refitted to the budget
-    share = pretrain.RunArgs.warmup
-    warm = lambda n: max(1, round(share * n))                                        # 50 of 1,000 steps; 1 of 10
-    # step s runs at the rate set after step s - 1: the refit after step 5 first shows in step 7 (index 6)
-    want = [3e-3 * pretrain.lr_factor(s, n, warm(n)) for s in range(total) for n in [1000 if s <= 5 else total]]
-    np.testing.assert_allclose(lrs, want, rtol=1e-12, atol=0)
-    assert ck['sched']['_last_lr'][0] == 0.0                                          # and ends at 0

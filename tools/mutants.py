@@ -200,7 +200,7 @@ FAULTS += [
           'if len(at) >= attn_mask.numel() - attn_mask.shape[1]: at, bias = None, None', UNPAD),
 ]
 
-COLLATOR, REFIT = ['tests/test_collator.py'], ['tests/test_pretrain.py', '-k', 'refit']
+COLLATOR, BUDGET = ['tests/test_collator.py'], ['tests/test_budget.py']
 # The audit of round 3 (#23): the areas where a fault went unnoticed, and more in the unpadded path, pooler and collator.
 FAULTS += [
     Fault('g01', 'two generators on different streams compare equal', 'rng.py', 'class _LCG',
@@ -227,12 +227,18 @@ FAULTS += [
           COLLATOR),
     Fault('g10', 'the MLM bias under the decoder\'s name is not loaded', 'bert.py', 'def _head_names(',
           "        names['cls.predictions.decoder.bias'] = 'head.bias'", '        pass', ENCODER),
-    Fault('g11', 'a refit keeps the first total\'s warmup', 'command.py', 'class _Run:',
-          'self.total, self.warmup = total, max(1, round(self.a.warmup * total))',
-          "self.total = total; self.warmup = getattr(self, 'warmup', max(1, round(self.a.warmup * total)))", REFIT),
-    Fault('g12', 'the schedule decays to the first total, not the refitted one', 'command.py', 'class _Run:',
-          'factor = lambda s: lr_factor(s, self.total, self.warmup)',
-          'factor = lambda s, t=total: lr_factor(s, t, self.warmup)', REFIT),
+    Fault('g11', 'a budget keeps no time back for finishing', 'command.py', 'class _Budget:',
+          'return _broadcast((e, e + step >= self.train_s), self.rank, self.world)',
+          'return _broadcast((e, e + step >= self.seconds), self.rank, self.world)', BUDGET),
+    Fault('g12', 'a resumed budget run counts the time between its runs', 'command.py', 'def _restore(',
+          "b.spent, b.t0, b.train_s = ck['spent'], _clock(), ck['train_s']",
+          "b.spent, b.t0, b.train_s = ck['spent'], 0.0, ck['train_s']", BUDGET),
+    Fault('g15', "a budget's evaluations fall at shares of the budget, not of its training time", 'command.py',
+          'def _loop(', 'at = lambda e: r.step if steps else e / r.budget.train_s',
+          'at = lambda e: r.step if steps else e / r.budget.seconds',
+          BUDGET),
+    Fault('g16', "a stop's evaluation spends the budget", 'command.py', 'def _evaluate(',
+          'if stop: r.budget.spent -= took', 'if stop: pass', BUDGET),
     Fault('g13', "--init refuses the checkpoint's last position", 'command.py', 'def _take_init(',
           'if ns.max_len > c.max_len:', 'if ns.max_len >= c.max_len:', ['tests/test_pretrain.py', '-k', 'init']),
     Fault('g14', 'evaluate leaves the model in eval mode', 'pretrain.py', 'def evaluate(',

@@ -1,0 +1,110 @@
+"""--minutes as a budget, on an injected clock: a step, an evaluation and the plots each advance it by a set time, so a
+machine that slows down mid-run, or stalls, is a test that runs in seconds and gives the same result every time."""
+import json, warnings
+from dataclasses import replace
+from pathlib import Path
+import pytest
+import bert_nb.command as command
+from bert_nb.command import train
+from bert_nb.data import prepare_data
+from bert_nb.pretrain import RunArgs
+
+LR, WARMUP, EVAL_S, PLOTS_S = 3e-3, 0.05, 1.0, 2.0
+TINY = RunArgs(max_len=32, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64, lr=LR, warmup=WARMUP, minutes=5.0,
+               evals=10)
+
+@pytest.fixture(scope='module')
+def data(corpus, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp('budget') / 'data'
+    prepare_data([corpus], d, vocab_size=300, say=lambda s: None)
+    return d
+
+class Clock:
+    "Seconds that pass only when the run does something: `step_s(now, i)` per step i, EVAL_S per evaluation."
+    def __init__(self, step_s, plots_s=PLOTS_S):
+        self.t, self.step_s, self.plots_s, self.steps = 0.0, step_s, plots_s, []  # steps: (start, lr) of each
+
+    def install(self, monkeypatch):
+        step, evaluate, plots = command._step, command.evaluate, command.write_plots
+        def timed_step(loss_fn, opt, sched, args):
+            self.steps.append((self.t, opt.param_groups[0]['lr']))
+            out = step(loss_fn, opt, sched, args)
+            self.t += self.step_s(self.t, len(self.steps)); return out
+        def timed_eval(*a, **k):
+            out = evaluate(*a, **k); self.t += EVAL_S; return out
+        def timed_plots(*a, **k):
+            plots(*a, **k); self.t += self.plots_s
+        monkeypatch.setattr(command, '_clock', lambda: self.t)
+        for name, f in (('_step', timed_step), ('evaluate', timed_eval), ('write_plots', timed_plots)):
+            monkeypatch.setattr(command, name, f)
+        return self
+
+def budget_run(data, out, clock, resume=False, **kw) -> dict:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        train(replace(TINY, data=str(data), out=str(out), **kw), resume=resume, progress=False)
+    m = json.loads((out / 'metrics.json').read_text())
+    m['warnings'] = [str(x.message) for x in w if 'did not learn' not in str(x.message)]
+    return m
+
+def check_budget(m: dict, clock: Clock):
+    "The whole budget used (98-100%), evaluations at tenths of it, and the learning rate as a function of time."
+    train_s = 300 - command.FINISH * EVAL_S  # an evaluation took EVAL_S: finishing keeps FINISH of them back
+    assert m['budget_s'] == 300 and m['used_s'] == pytest.approx(clock.t) and m['used'] == round(clock.t / 300, 4)
+    assert 0.98 <= m['used'] <= 1.0 and m['warnings'] == []
+    starts = [t for t, _ in clock.steps]
+    ends = [t + clock.step_s(t, i) for i, t in enumerate(starts, 1)]
+    assert train_s - 2 * clock.step_s(ends[-1], 0) <= ends[-1] <= train_s  # no step past what finishing needs
+    assert m['steps'] == len(starts)
+    # an evaluation at the first step boundary past each tenth of the training time (two tenths in one step: one)
+    marks = [k / 10 * train_s for k in range(1, 10)]
+    due = [b for a, b in zip([starts[0]] + ends, ends) if any(a < x <= b for x in marks)]
+    assert [e['time_s'] - EVAL_S for e in m['eval'][1:]] == sorted(set(due) | {ends[-1]})
+    for t, lr in clock.steps:  # linear warmup over 5% of the time, then linear decay to 0 at train_s
+        share = t / train_s
+        want = LR * (share / WARMUP if share < WARMUP else (1 - share) / (1 - WARMUP))
+        assert lr == pytest.approx(want, rel=1e-12, abs=1e-18)
+    assert clock.steps[-1][1] <= LR * 2 * clock.step_s(ends[-1], 0) / train_s / (1 - WARMUP) * (1 + 1e-12)  # ends near 0
+
+def test_a_machine_that_halves_its_speed_mid_run_uses_the_whole_budget(data, tmp_path, monkeypatch):
+    clock = Clock(lambda t, i: 0.5 if t < 150 else 1.0).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock)
+    check_budget(m, clock)
+    assert len(m['eval']) == 11 and 400 < m['steps'] < 460  # ~290 steps in the first half, ~145 in the second: an outcome, not an input
+
+def test_a_stall_does_not_end_the_run_early(data, tmp_path, monkeypatch):
+    clock = Clock(lambda t, i: 40.0 if i == 100 else 0.5).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock)
+    check_budget(m, clock)
+    assert len(m['eval']) == 10 and m['steps'] > 480  # the 40 s step is one of the last 16: the run kept its pace of 0.5 s a step
+
+def test_a_resumed_budget_run_equals_the_uninterrupted_one(data, tmp_path, monkeypatch):
+    "The time between the two runs is not spent; the schedule, evaluations and weights continue exactly."
+    whole = budget_run(data, tmp_path / 'whole', Clock(lambda t, i: 0.5).install(monkeypatch))
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        train(replace(TINY, data=str(data), out=str(tmp_path / 'parts')), stop_at=200, progress=False)
+    assert not (tmp_path / 'parts' / 'metrics.json').exists()
+    clock.t += 1000.0  # an hour later, say: none of it is the run's
+    parts = budget_run(data, tmp_path / 'parts', clock, resume=True)
+    assert parts['used_s'] == whole['used_s'] and parts['weight_digests'] == whole['weight_digests']
+    assert [e['step'] for e in parts['eval'] if e['step'] != 200] == [e['step'] for e in whole['eval']]  # + the stop's
+
+def test_a_finish_that_overruns_says_so(data, tmp_path, monkeypatch):
+    clock = Clock(lambda t, i: 0.5, plots_s=30.0).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock)
+    assert m['used'] > 1 and len(m['warnings']) == 1 and 'of its 300 s budget (10' in m['warnings'][0]
+
+def test_a_budget_shorter_than_a_step_takes_one_and_says_so(data, tmp_path, monkeypatch):
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock, minutes=0.01)
+    assert m['steps'] == 1 and m['used'] > 1 and 'shorter than one step' in m['warnings'][0]
+
+def test_steps_with_a_budget_stop_at_the_budget_and_say_so(data, tmp_path, monkeypatch):
+    "--steps sets the schedule (as without a budget); the budget only ends the run early, and the run says so."
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock, steps=10_000)
+    assert 0.98 <= m['used'] <= 1.0 and m['steps'] < 600
+    assert len(m['warnings']) == 1 and f"ran out after {m['steps']} of --steps 10000" in m['warnings'][0]
+    assert clock.steps[0][1] == pytest.approx(LR / 500)  # the step schedule: warmup over 5% of 10,000 steps
