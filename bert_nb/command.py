@@ -71,7 +71,9 @@ def _claim(out: Path, a: RunArgs):
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()): raise ValueError(f"{out} exists and is not empty; choose another --out")
     tmp = out.parent / f'.{_stem(out)}.args-{os.getpid()}'
-    _write_text(tmp, json.dumps(asdict(a), indent=2) + '\n')
+    try: _write_text(tmp, json.dumps(asdict(a), indent=2) + '\n')
+    except OSError as e:  # named as the file the user knows, not the temporary's name
+        raise ValueError(f"cannot write {out / 'args.json'}: {e.strerror or e}") from None
     try: os.link(tmp, out / 'args.json')
     except FileExistsError: raise ValueError(f"{out} was taken by a run started at the same time") from None
     finally: tmp.unlink()
@@ -154,7 +156,7 @@ def _check_vocab(data: dict, a: RunArgs, resume: bool):
     if init and data['tok'].tokens() != init.tokens():
         raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
 
-# %% ../nbs/12_command.ipynb #fcf13cae
+# %% ../nbs/12_command.ipynb #9f427212
 class _Budget:
     "The seconds a run has spent of its budget (`--minutes`), on `_clock`, and when it must start finishing."
     def __init__(self, minutes: float | None, rank: int, world: int):
@@ -243,7 +245,7 @@ def _held_out(r: _Run) -> dict:
     r.metrics['eval'].append(dict(step=r.step, tokens=r.tokens, time_s=round(r.budget.spent_s(), 2), **ev))
     return ev
 
-# %% ../nbs/12_command.ipynb #babfe303
+# %% ../nbs/12_command.ipynb #f38d714f
 def _checkpoint(r: _Run):
     "resume.pt: the run's state and every rank's streams, gathered to rank 0, which writes it."
     mine = dict(mask_rng=[r.mask_rng.state, r.mask_rng.inc], batches=r.batches.state(),
@@ -382,7 +384,7 @@ def _finish(r: _Run):
                       "number of steps with --steps (the default model leaves the word-frequency plateau "
                       "between steps 200 and 400), or fewer --evals.", stacklevel=2)
 
-# %% ../nbs/12_command.ipynb #9de2fca9
+# %% ../nbs/12_command.ipynb #f03a2fdb
 def _short(r: _Run, used: float):
     "Say plainly when a run fell short of its budget or its steps."
     b = r.budget

@@ -457,3 +457,42 @@ def test_p_0_is_a_plain_collator(tok):
     want = tok.encode_batch([texts[0], tuple(texts[1])])
     assert b['input_ids'][0, :len(want[0].ids)].tolist() == want[0].ids
     assert b['input_ids'][1].tolist() == want[1].ids and (b['labels'] == -100).all()
+
+def test_a_full_disk_at_args_json_names_it_not_its_temporary(tmp_path, corpus):
+    "The run directory could be made, its args.json not: the message named '.run.args-<pid>', a temporary (#36)."
+    tmpfs(tmp_path / 'small', '64k')
+    try:
+        with open(tmp_path / 'small' / 'filler', 'wb') as f:  # every page taken
+            with pytest.raises(OSError): f.write(b'\0' * 2**20); f.flush()
+        out = tmp_path / 'small' / 'run'
+        r = cli('--corpus', corpus, '--steps', 2, '--out', out, *TINY)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+        assert f"cannot write {out / 'args.json'}: No space left on device" in lines[0] and '.args-' not in lines[0]
+        assert sorted(os.listdir(tmp_path / 'small')) == ['filler']  # no run directory, no temporary left
+    finally: subprocess.run(['umount', str(tmp_path / 'small')])
+
+def test_of_runs_started_together_on_one_directory_exactly_one_claims_it(tmp_path):
+    "Eight processes claim one --out at once, twenty times: one wins, with its own args.json whole; the rest are refused."
+    import multiprocessing as mp
+    ctx = mp.get_context('fork')
+    for trial in range(20):
+        out, go, said = tmp_path / f'run{trial}', ctx.Barrier(8), ctx.Queue()
+        procs = [ctx.Process(target=_claim_after, args=(out, go, seed, said)) for seed in range(8)]
+        for p in procs: p.start()
+        got = [said.get(timeout=60) for _ in procs]
+        for p in procs: p.join()
+        won = [seed for seed, why in got if why is None]
+        assert len(won) == 1, got
+        assert json.loads((out / 'args.json').read_text())['seed'] == won[0] and os.listdir(out) == ['args.json']
+        assert all('was taken by a run started at the same time' in why or 'exists and is not empty' in why
+                   for _, why in got if why is not None), got
+    assert sorted(os.listdir(tmp_path)) == sorted(f'run{t}' for t in range(20))  # no temporary left beside them
+
+def _claim_after(out, go, seed, said):
+    from bert_nb.command import _claim
+    from bert_nb.pretrain import RunArgs
+    go.wait()
+    try: _claim(out, RunArgs(seed=seed, out=str(out)))
+    except ValueError as e: said.put((seed, str(e))); return
+    said.put((seed, None))
