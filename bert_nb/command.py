@@ -156,6 +156,13 @@ def _check_vocab(data: dict, a: RunArgs, resume: bool):
     if init and data['tok'].tokens() != init.tokens():
         raise ValueError(f"the vocabulary of {data['dir']} is not the one of --init {a.init}")
 
+# %% ../nbs/12_command.ipynb #fd9321e8
+def _native_bf16(device: torch.device) -> bool:
+    "Does `device` multiply bf16 natively (AMX or AVX512-BF16; a CUDA GPU with bf16)? There autocast pays."
+    if device.type == 'cuda': return torch.cuda.is_bf16_supported()
+    native = ('_is_amx_tile_supported', '_is_avx512_bf16_supported')  # (private, hence the default)
+    return any(getattr(torch.cpu, f, lambda: False)() for f in native)
+
 # %% ../nbs/12_command.ipynb #9f427212
 class _Budget:
     "The seconds a run has spent of its budget (`--minutes`), on `_clock`, and when it must start finishing."
@@ -200,6 +207,7 @@ class _Run:
         self.loss_fn = MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
+        self.bf16 = a.bf16 if a.bf16 is not None else a.steps is None and _native_bf16(self.device)
         self.sched = None  # a budget sets the learning rate from the time spent; --steps from the step
         if a.steps is not None:
             warmup = max(1, round(a.warmup * a.steps))
@@ -325,7 +333,7 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
         t = _clock()
         ids, n = r.rows.take(r.batches.next())
         ids, inputs, labels, args = _masked(ids, n, r.tok, a.mask_p, r.mask_rng, r.device)
-        loss = _step(r.loss_fn, r.opt, r.sched, args)
+        loss = _step(r.loss_fn, r.opt, r.sched, args, r.bf16)
         if not math.isfinite(loss):
             raise ValueError(f"the training loss is {loss} at step {r.step + 1}: the run diverged (lower "
                              f"--lr, or check --sin-scale); {r.out} keeps its last checkpoint")
@@ -363,7 +371,7 @@ def _finish(r: _Run):
     r.metrics.update(steps=r.step, tokens=r.tokens,
                      tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1),
                      wall_s=round(r.budget.spent_s(), 1), prepare_s=r.prepare_s,
-                     first_step_s=r.first_step_s,
+                     first_step_s=r.first_step_s, bf16=r.bf16,
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
@@ -531,6 +539,8 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--minutes', type=_float(0),
                    help=f'training budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
+    t.add_argument('--bf16', action=argparse.BooleanOptionalAction, default=d.bf16,
+                   help='bf16 autocast in training (default: on in a --minutes run where bf16 is native)')
     t.add_argument('--evals', type=_int(1, 10_000), default=d.evals, help='held-out evaluations over the run')
     t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
     t.add_argument('--out', type=_path, help='output directory (default runs/<timestamp>)')
@@ -675,7 +685,7 @@ def _new_args(ns) -> tuple[RunArgs, int]:
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
                 sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
-                evals=ns.evals, seed=ns.seed, out=ns.out)
+                bf16=ns.bf16, evals=ns.evals, seed=ns.seed, out=ns.out)
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
@@ -717,8 +727,10 @@ def _train_cmd(ns) -> int:
         raise
     if (out / 'metrics.json').is_file() and int(os.environ.get('RANK', '0')) == 0:
         m = json.loads((out / 'metrics.json').read_text())
+        s = f"{m['used_s']:.1f} s, {m['used']:.1%} of the {m['budget_s']:g} s budget" if 'used' in m else \
+            f"{m['wall_s']:.0f} s"
         print(f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, "
-              f"{m['wall_s']:.0f} s; held-out loss {m['held_out']['loss']:.3f}, "
+              f"{s}; held-out loss {m['held_out']['loss']:.3f}, "
               f"masked-token accuracy {m['held_out']['acc']:.1%}\n"
               f"wrote {out}/")
     return 0

@@ -237,20 +237,21 @@ class RunArgs:
     data: str | None = None                     # a prepared corpus (bert-nb prepare): corpus and vocab
     vocab_size: int = 8192
     max_len: int = 32
-    batch_size: int = 128
+    batch_size: int = 64
     d_model: int = 128
     layers: int = 2
     heads: int = 2
     d_ff: int = 512
     dropout: float = 0.0                        # five minutes of data cannot be overfitted
     lr: float = 2e-3
-    warmup: float = 0.05                        # share of the steps
+    warmup: float = 0.05                        # share of the steps (or of the --minutes budget)
     weight_decay: float = 0.01
-    mask_p: float = 0.15
+    mask_p: float = 0.4                         # in training; evaluation masks 0.15
     sin_pos: bool = True                        # start the position table from sinusoids
     sin_scale: float = 0.1                      # ... of this amplitude (5x the word table's init)
     minutes: float | None = 5.0
     steps: int | None = None
+    bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
     evals: int = 10                             # held-out evaluations over the run
     seed: int = 0
     out: str | None = None
@@ -317,8 +318,10 @@ def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, wo
     return dict(tok=tok, held=held, rows=rows, lens=lens, held_rows=held_rows, held_lens=held_lens)
 
 # %% ../nbs/03_pretrain.ipynb #ad55897a
-def _step(model, opt, sched, batch_args):
-    loss = model(*batch_args)
+def _step(model, opt, sched, batch_args, bf16: bool = False):
+    device = batch_args[0].device.type
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):  # the matrix products in bf16
+        loss = model(*batch_args)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -26,9 +26,9 @@ class Clock:
 
     def install(self, monkeypatch):
         step, evaluate, plots = command._step, command.evaluate, command.write_plots
-        def timed_step(loss_fn, opt, sched, args):
+        def timed_step(loss_fn, opt, sched, *args):
             self.steps.append((self.t, opt.param_groups[0]['lr']))
-            out = step(loss_fn, opt, sched, args)
+            out = step(loss_fn, opt, sched, *args)
             self.t += self.step_s(self.t, len(self.steps)); return out
         def timed_eval(*a, **k):
             out = evaluate(*a, **k); self.t += EVAL_S; return out

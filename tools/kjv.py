@@ -6,7 +6,10 @@ import hashlib, json, platform, os, shutil, sys
 from pathlib import Path
 import torch
 from safetensors.torch import load_file
+from bert_nb.pretrain import RunArgs
 
+RECIPE = ['vocab_size', 'max_len', 'batch_size', 'd_model', 'layers', 'heads', 'd_ff', 'dropout', 'lr', 'warmup',
+          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale']
 FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json',
          'special_tokens_map.json']
 
@@ -20,7 +23,9 @@ def main(run: Path, dest: Path):
     weights = (tmp / 'model.safetensors').read_bytes()
     c, h = m['config'], m['held_out']
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
-    card = dict(recipe=f"bert-nb train --steps {a['steps']} (the defaults otherwise: seed {a['seed']})",
+    given = [k for k in RECIPE if a[k] != getattr(RunArgs, k)]  # what differs from today's defaults
+    flags = ''.join(f" --{k.replace('_', '-')} {a[k]}" for k in given)
+    card = dict(recipe=f"bert-nb train --steps {a['steps']}{flags} (the defaults otherwise: seed {a['seed']})",
                 steps=m['steps'], tokens=m['tokens'], held_out=h, baseline=m['baseline'], config=c,
                 parameters=n_params, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest(),
                 built_on=f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
