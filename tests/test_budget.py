@@ -4,6 +4,7 @@ import json, os, warnings
 from dataclasses import replace
 from pathlib import Path
 import pytest
+import torch
 import bert_nb.command as command
 from bert_nb.command import train
 from bert_nb.data import prepare_data
@@ -49,7 +50,7 @@ def budget_run(data, out, clock, resume=False, **kw) -> dict:
 
 def check_budget(m: dict, clock: Clock):
     "The whole budget used (98-100%), evaluations at tenths of it, and the learning rate as a function of time."
-    train_s = 300 - command.FINISH * EVAL_S  # an evaluation took EVAL_S: finishing keeps FINISH of them back
+    train_s = 300 * (1 - command.MARGIN) - command.FINISH * EVAL_S  # finishing keeps FINISH evaluations back
     assert m['budget_s'] == 300 and m['used_s'] == pytest.approx(clock.t) and m['used'] == round(clock.t / 300, 4)
     assert 0.98 <= m['used'] <= 1.0 and m['warnings'] == []
     starts = [t for t, _ in clock.steps]
@@ -70,7 +71,8 @@ def test_a_machine_that_halves_its_speed_mid_run_uses_the_whole_budget(data, tmp
     clock = Clock(lambda t, i: 0.5 if t < 150 else 1.0).install(monkeypatch)
     m = budget_run(data, tmp_path / 'run', clock)
     check_budget(m, clock)
-    assert len(m['eval']) == 11 and 400 < m['steps'] < 460  # ~290 steps in the first half, ~145 in the second: an outcome, not an input
+    assert len(m['eval']) == 11 and 400 < m['steps'] < 460  # ~290 steps, then ~145: an outcome, not an input
+    assert m['bf16'] == command._native_bf16(torch.device('cpu'))  # a budget run: bf16 where it is native
 
 def test_a_stall_does_not_end_the_run_early(data, tmp_path, monkeypatch):
     clock = Clock(lambda t, i: 40.0 if i == 100 else 0.5).install(monkeypatch)
@@ -108,3 +110,4 @@ def test_steps_with_a_budget_stop_at_the_budget_and_say_so(data, tmp_path, monke
     assert 0.98 <= m['used'] <= 1.0 and m['steps'] < 600
     assert len(m['warnings']) == 1 and f"ran out after {m['steps']} of --steps 10000" in m['warnings'][0]
     assert clock.steps[0][1] == pytest.approx(LR / 500)  # the step schedule: warmup over 5% of 10,000 steps
+    assert m['bf16'] is False  # and float32, as every --steps run unless asked
