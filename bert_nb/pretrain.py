@@ -82,7 +82,7 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
 def time_factor(share: float, warmup: float) -> float:
     "The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's budget schedule."
     if share < warmup: return share / warmup
-    return max(0.0, 1 - share) / (1 - warmup)
+    return 0.0 if share >= 1 else (1 - share) / (1 - warmup)  # (here warmup <= share < 1)
 
 # %% ../nbs/03_pretrain.ipynb #0828fcb5
 class Batches:
