@@ -240,8 +240,8 @@ def _evaluate(r: _Run, say=None, stop: bool = False):
     t, r.evaluated = r.budget.spent_s(), r.step
     if r.rank == 0:
         ev = _held_out(r)
-        of = f"/{r.a.steps}" if r.a.steps else ''
-        if say: say(f"step {r.step}{of}: held-out loss {ev['loss']:.3f}, masked-token accuracy {ev['acc']:.1%}")
+        at = f"step {r.step}" + (f"/{r.a.steps}" if r.a.steps else '')
+        if say: say(f"{at}: held-out loss {ev['loss']:.3f}, masked-token accuracy {ev['acc']:.1%}")
     took = _broadcast(r.budget.spent_s() - t, r.rank, r.world)
     if stop: r.budget.spent -= took
     else: r.budget.keep_back(took)
