@@ -35,6 +35,7 @@ CANDIDATES = {
     'mask40-b64-warm10': dict(mask_p=0.4, batch_size=64, warmup=0.1),
     'mask40-b64-lr1.5e-3': dict(mask_p=0.4, batch_size=64, lr=1.5e-3),
     'mask40-b64-bf16': dict(mask_p=0.4, batch_size=64, bf16=True),
+    'mask40-b64-l3': dict(mask_p=0.4, batch_size=64, layers=3),
 }
 
 def run(name: str, tokens: float, seed: int, data: Path) -> dict:

@@ -239,7 +239,7 @@ class RunArgs:
     max_len: int = 32
     batch_size: int = 64
     d_model: int = 128
-    layers: int = 2
+    layers: int = 3
     heads: int = 2
     d_ff: int = 512
     dropout: float = 0.0                        # five minutes of data cannot be overfitted
