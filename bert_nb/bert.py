@@ -23,7 +23,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, _write_dir,
+from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, write_dir,
                            _write_safetensors)
 from .speed import run_layers, _gelu
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
@@ -763,7 +763,7 @@ def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
     """Write `dir` as transformers lays out BertForMaskedLM (a BertForMLM) or BertModel (a BertEncoder):
     `config.json`, `model.safetensors` in transformers' names, the tokenizer's files if `tok`; atomically."""
-    return _write_dir(dir, _bert_files(model, tok))
+    return write_dir(dir, _bert_files(model, tok))
 
 def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
     "save_bert's files, checked and gathered now, written by the function returned (into a directory given)."
@@ -825,7 +825,7 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
         _write_safetensors(tmp / 'heads.safetensors', heads)
         (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
-    return _write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
+    return write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
 
 def _saved_parts(dir: Path) -> frozenset:
     "The part directories an earlier save_parts left in `dir`, by its parts.json (none if it has none)."

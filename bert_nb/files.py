@@ -5,10 +5,11 @@
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
 import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines']
+__all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines', 'write_dir']
 
 # %% ../nbs/11_files.ipynb #273b58c8
 def _readable(path: Path):
@@ -185,9 +186,11 @@ def _carry(dir: Path, tmp: Path, mine: set):
         else: os.link(src, tmp / name, follow_symlinks=False)
 
 # %% ../nbs/11_files.ipynb #3d341564
-def _write_dir(dir: Path, write, owned: frozenset = frozenset()) -> Path:
+def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
+              owned: frozenset = frozenset()) -> Path:
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files
-    in `dir` not the model's (MODEL_FILES, `owned`) are kept. A symlinked `dir` saves into its target."""
+    in `dir` not the model's (MODEL_FILES, `owned`) are kept. A symlinked `dir` saves into its target. Every
+    save of the package goes through it, and so can a later chapter's (05's classifier)."""
     dir = Path(dir)
     try: dir = Path(os.path.abspath(dir.resolve() if dir.is_symlink() else dir))
     except (RuntimeError, OSError) as e: raise ValueError(f"{dir}: {e}") from None  # a symlink loop
