@@ -14,6 +14,9 @@ ANSWERS = {
                      ('counts, first = None, None', "{'cd': 1, 'ab': 1}, ('a', '##b')", "{'cd': 1, 'ab': 1}, ('c', '##d')")],
     '02_bert': [('touched, whole = None, None', '0.386, 0.0034', '0.15, 0.15'), ('predicted = None', '1.0', '0.8')],
     '03_pretrain': [('at15, at50 = None, None', '(lab15 != -100).sum().item(), (lab50 != -100).sum().item()', '72, 72')],
+    '04_electra': [('always_original = None', '0.865', '0.85'), ('by_sampling, by_argmax = None, None', '0.1, 0.0', '0.9, 0.1')],
+    '05_finetune': [('share = None', 'majority(verse_task("section"))', '1 / 6'),
+                    ('rates = None', '[5e-5, 3e-5, 2e-5]', '[1e-3, 1e-4]')],
 }
 
 def run(stem: str) -> CaptureShell:

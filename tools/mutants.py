@@ -14,6 +14,7 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 MASKING, ENCODER = ['tests/test_masking.py'], ['tests/test_encoder.py', 'tests/test_checkpoints.py']
+ELECTRA, FINETUNE = ['tests/test_electra.py'], ['tests/test_finetune.py']
 
 @dataclass
 class Fault:
@@ -258,6 +259,26 @@ FAULTS += [
           'torch.tanh(self.dense(h[:, 0]))', 'torch.tanh(self.dense(h[:, -1]))', API),
     Fault('k08', 'the pooler without its tanh', 'bert.py', 'class BertPooler(',
           'torch.tanh(self.dense(h[:, 0]))', 'self.dense(h[:, 0])', API),
+    # #37: the later chapters' modules
+    Fault('e01', "ELECTRA's generator takes its argmax instead of sampling", 'electra.py', 'def sample(',
+          'return torch.from_numpy(np.minimum((cdf <= u[:, None]).sum(1), p.shape[1] - 1))',
+          'return torch.from_numpy(p.argmax(1))', ELECTRA),
+    Fault('e02', 'every picked position labelled replaced, a lucky sample too', 'electra.py', 'def electra_loss(',
+          'replaced[picked] = s != target', 'replaced[picked] = True', ELECTRA),
+    Fault('e03', 'the RTD loss counts the padding', 'electra.py', 'def electra_loss(',
+          'up(logits[real]), replaced[real]', 'up(logits.flatten()), replaced.flatten()', ELECTRA),
+    Fault('e04', 'the discriminator reads its own embedding tables', 'electra.py', 'class Electra(',
+          '        for t in SHARED: setattr(self.disc, t, getattr(self.gen.encoder, t))  # one table, trained by both\n',
+          '', ELECTRA),
+    Fault('e05', "the discriminator reads the generator's input ([MASK]s), not its samples", 'electra.py',
+          'def electra_loss(', 'model.rtd(model.disc(fake,', 'model.rtd(model.disc(inputs,', ELECTRA),
+    Fault('t01', 'the classifier saved with the pooler outside bert.', 'finetune.py', 'def save_classifier(',
+          "sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES}", "sd |= {k: ours[f'bert.{k}'] for k in POOLER_NAMES}",
+          FINETUNE),
+    Fault('t02', "fine-tuning's dropout not seeded", 'finetune.py', 'def fine_tune(',
+          '        torch.manual_seed(seed)\n', '', FINETUNE),
+    Fault('t03', "a task's test set drawn from its training verses", 'finetune.py', 'def verse_task(',
+          'pick[a:b], pick[b:c]', 'pick[a:b], pick[:n_test]', FINETUNE),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:
