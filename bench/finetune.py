@@ -11,7 +11,6 @@ leaves its test predictions, for 05's confusion matrix and its hard verses.
 """
 import argparse, fcntl, json, statistics, sys, time, warnings
 from pathlib import Path
-import torch
 from bert_nb import KJV, BertEncoder, PCG32, WordPieceTokenizer, load_bert
 from bert_nb.finetune import Classifier, accuracy, bag_of_words, fine_tune, majority, predict, verse_task
 from common import machine, minilm_dir

@@ -1,6 +1,6 @@
 """Fine-tuning (#37): the tasks' labels against the canon written out here, the classifier against its equation in
 float64 and against transformers' BertForSequenceClassification, the bag of words at its optimum, bad input refused."""
-import json, warnings
+import warnings
 import numpy as np
 import pytest
 import torch
