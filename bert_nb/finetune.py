@@ -287,11 +287,11 @@ def plot_books(books: list[str], right: list[bool]) -> dict[str, float]:
     order = list(SECTION)
     acc = {b: float(np.mean([r for b2, r in zip(books, right) if b2 == b])) for b in order if b in books}
     colour = {s: f'C{i}' for i, s in enumerate(LABELS['section'])}
-    fig, ax = plt.subplots(figsize=(11, 3))
+    fig, ax = plt.subplots(figsize=(9.8, 3.2))
     ax.bar(range(len(acc)), list(acc.values()), color=[colour[SECTION[b]] for b in acc])
     for s, c in colour.items(): ax.bar(0, 0, color=c, label=s)  # the legend's entries
     ax.set(xticks=range(len(acc)), ylim=(0, 1), ylabel='test accuracy', xlim=(-0.7, len(acc) - 0.3))
-    ax.set_xticklabels(list(acc), rotation=90, fontsize=7)
+    ax.set_xticklabels(list(acc), rotation=90, fontsize=7.5)
     ax.legend(ncol=6, fontsize=8, loc='lower left')
     fig.tight_layout()
     return acc
