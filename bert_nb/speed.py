@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from .checks import _check_like
 
 # %% auto #0
-__all__ = ['layer_tokens', 'layer_with_probs', 'run_layers', 'layer_times', 'plot_unpadding']
+__all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'layer_times', 'plot_unpadding']
 
 # %% ../nbs/14_speed.ipynb #0ff43425
 def _gelu(x: torch.Tensor) -> torch.Tensor:
@@ -29,7 +29,7 @@ def layer_tokens(layer: nn.Module, x: torch.Tensor, bias: torch.Tensor | None, B
     flat positions `at`. `bias`: the attention's additive mask M, (B, 1, 1, T)."""
     a = layer.attn
     q, k, v = _grid(a.qkv(x), at, B, T).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H), zeros at padding
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=a.dropout * a.training)
+    y = _attend(q, k, v, bias, a.dropout * a.training)
     y = y.transpose(1, 2).reshape(B * T, x.shape[-1])             # sizes, not -1: B may be 0
     y = a.o(y if at is None else y[at])
     return layer.ff(layer.attn_ln(x + layer.drop(y)))
@@ -70,6 +70,19 @@ def run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor |
         x = layer_tokens(layer, x, bias, B, T, at)
         if output_hidden_states: hs.append(out(x))
     return (hs[-1], tuple(hs), None) if output_hidden_states else (out(x), None, None)
+
+# %% ../nbs/14_speed.ipynb #37c850b6
+F32_ATTN_T = 128  # the longest rows whose attention trains in float32 on a CPU under bf16 autocast
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
+            p: float) -> torch.Tensor:
+    "SDPA over (B, H, T, d/H); float32 when a CPU trains in bf16 on short rows (the bf16 backward is slow)."
+    cpu_bf16 = q.dtype == torch.bfloat16 and q.device.type == 'cpu'
+    if cpu_bf16 and q.requires_grad and q.shape[-2] <= F32_ATTN_T:
+        with torch.autocast('cpu', enabled=False):
+            y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=bias, dropout_p=p)
+        return y.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
 
 # %% ../nbs/14_speed.ipynb #c945598a
 def layer_times(layer: nn.Module, h: torch.Tensor, attn_mask: torch.Tensor, n: int = 5) -> dict[str, float]:

@@ -67,3 +67,41 @@ def test_hidden_states_of_both_paths_agree():
     r = mask.bool()
     for a, b in zip(fast, slow):
         torch.testing.assert_close(a[r], b[r], rtol=0, atol=encoder_tol(CFG, 10, torch.float64, b[r].abs().max().item()))
+
+def attention64(q, k, v, bias):
+    "softmax(q kᵀ/√(d/H) + M) v in float64, and the same with |v|: the size each output's float32 error is relative to."
+    q, k, v = (x.detach().double() for x in (q, k, v))
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    w = (s if bias is None else s + bias.double()).softmax(-1)
+    return w @ v, w @ v.abs()
+
+@pytest.mark.parametrize('T', [1, 7, 32, 128])
+def test_bf16_training_attention_runs_in_float32(T):
+    """Training in bf16 on a CPU, rows up to F32_ATTN_T: float32 SDPA, its output rounded once to bf16 (unit roundoff
+    2^-8) and float32's error besides (scores of 64 terms, sums of T: 2 gamma(64 + T) of the weighted |v|); its
+    gradients are float32 SDPA's rounded to bf16 (SDPA's bf16 kernel computes others, and ~4x slower)."""
+    from bert_nb.speed import _attend
+    from bert_nb.bert import _attn_bias
+    from tol import gamma
+    g = torch.Generator().manual_seed(T)
+    q, k, v = (torch.randn(3, 2, T, 64, generator=g).bfloat16().requires_grad_() for _ in range(3))
+    bias = _attn_bias(torch.arange(T) < torch.tensor([[T], [max(1, T // 2)], [1]]), torch.float32)
+    y = _attend(q, k, v, bias, 0.0)
+    exact, size = attention64(q, k, v, bias)
+    assert y.dtype == torch.bfloat16
+    assert ((y.double() - exact).abs() <= 2 ** -8 * exact.abs() + 2 * gamma(64 + T) * size).all()
+    up = torch.randn(y.shape, generator=g).bfloat16()
+    y.backward(up)
+    f32 = [x.detach().float().requires_grad_() for x in (q, k, v)]
+    F.scaled_dot_product_attention(*f32, attn_mask=bias).backward(up.float())
+    for ours, ref in zip((q, k, v), f32): assert torch.equal(ours.grad, ref.grad.bfloat16())
+
+def test_attention_elsewhere_is_sdpa_untouched():
+    "float32 and float64, inference, and rows longer than F32_ATTN_T: SDPA as called, bit for bit."
+    from bert_nb.speed import _attend, F32_ATTN_T
+    g = torch.Generator().manual_seed(0)
+    make = lambda T, dtype, grad: [torch.randn(2, 2, T, 16, generator=g).to(dtype).requires_grad_(grad) for _ in range(3)]
+    for T, dtype, grad in [(32, torch.float32, True), (32, torch.float64, True), (32, torch.bfloat16, False),
+                           (F32_ATTN_T + 1, torch.bfloat16, True)]:
+        q, k, v = make(T, dtype, grad)
+        assert torch.equal(_attend(q, k, v, None, 0.0), F.scaled_dot_product_attention(q, k, v)), (T, dtype, grad)

@@ -63,9 +63,9 @@ FAULTS = [
     Fault('s08', 'padded keys not masked', 'bert.py', 'def _attn_bias(',
           'if attn_mask is None: return None', 'return None', ENCODER),
     Fault('s09', 'a causal mask', 'speed.py', 'def layer_tokens(',
-          'attn_mask=bias,',
-          'attn_mask=(0 if bias is None else bias) + torch.full((T, T), torch.finfo(q.dtype).min, dtype=q.dtype,'
-          ' device=q.device).triu(1),', ENCODER),
+          'y = _attend(q, k, v, bias,',
+          'y = _attend(q, k, v, (0 if bias is None else bias) + torch.full((T, T), torch.finfo(q.dtype).min,'
+          ' dtype=q.dtype, device=q.device).triu(1),', ENCODER),
     Fault('s10', 'token types never added', 'bert.py', 'class BertEncoder(',
           'else self.type_emb(token_type_ids)', 'else self.type_emb.weight[0]', ENCODER),
     Fault('s11', "the decoder's bias left out", 'bert.py', 'class MLMHead(',
@@ -113,7 +113,7 @@ FAULTS += [
     Fault('b01', 'mlm_mask accepts an id equal to vocab', 'checks.py', 'def _check_ids(',
           'bad = (a < 0) | (a >= vocab)', 'bad = (a < 0) | (a > vocab)', MORE_MASKING),
     Fault('b02', 'the attention weights never drop out', 'speed.py', 'def layer_tokens(',
-          'dropout_p=a.dropout * a.training', 'dropout_p=0.0', ['tests/test_contracts.py'] + ENCODER),
+          'bias, a.dropout * a.training)', 'bias, 0.0)', ['tests/test_contracts.py'] + ENCODER),
     Fault('b03', "LayerNorm's default eps (1e-5) after attention", 'bert.py', 'class BertLayer(',
           'self.attn_ln = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)', 'self.attn_ln = nn.LayerNorm(cfg.d_model)',
           ENCODER),
@@ -277,6 +277,11 @@ FAULTS += [
           FINETUNE),
     Fault('t02', "fine-tuning's dropout not seeded", 'finetune.py', 'def fine_tune(',
           '        torch.manual_seed(seed)\n', '', FINETUNE),
+    # #35: attention trains in float32 on a CPU under bf16 autocast
+    Fault('a01', "bf16 training on a CPU keeps SDPA's bf16 kernel (its slow backward)", 'speed.py', 'def _attend(',
+          'q.shape[-2] <= F32_ATTN_T', 'q.shape[-2] < 0', ['tests/test_unpad.py', '-k', 'attention']),
+    Fault('a02', 'the float32 attention runs in inference too', 'speed.py', 'def _attend(',
+          'if cpu_bf16 and q.requires_grad and', 'if cpu_bf16 and', ['tests/test_unpad.py', '-k', 'attention']),
     Fault('t03', "a task's test set drawn from its training verses", 'finetune.py', 'def verse_task(',
           'pick[a:b], pick[b:c]', 'pick[a:b], pick[:n_test]', FINETUNE),
 ]
