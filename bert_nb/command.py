@@ -164,6 +164,16 @@ def _native_bf16(device: torch.device) -> bool:
     native = ('_is_amx_tile_supported', '_is_avx512_bf16_supported')  # (private, hence the default)
     return any(getattr(torch.cpu, f, lambda: False)() for f in native)
 
+def _train_step(r, args) -> float:
+    "One step; a compiled step that cannot compile here (no C compiler?) warns, then trains eagerly on."
+    try: return _step(r.loss_fn, r.opt, r.sched, args, r.bf16)
+    except torch._dynamo.exc.BackendCompilerFailed as e:  # before the step changed anything
+        if not r.compiled: raise
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        warnings.warn(f"torch.compile failed here, so the run trains eagerly: {why:.200}", stacklevel=3)
+        r.loss_fn, r.compiled = MLMLoss(r.model), False
+        return _step(r.loss_fn, r.opt, r.sched, args, r.bf16)
+
 # %% ../nbs/12_command.ipynb #9f427212
 class _Budget:
     "The seconds a run has spent of its budget (`--minutes`), on `_clock`, and when it must start finishing."
@@ -190,6 +200,8 @@ class _Budget:
 class _Run:
     "Everything a run holds between its steps: data, model, optimizer, streams, counters, metrics."
     def __init__(self, a: RunArgs, resume: bool, timeout: float = 300, say=print, claim: bool = True):
+        if a.compile and int(os.environ.get('WORLD_SIZE', '1')) > 1:  # before joining a process group
+            raise ValueError("--compile is for one process; under torchrun leave it off (not tried with DDP)")
         self.a, self.out, self.t_start = a, Path(a.out), time.time()
         self.rank, self.world = _world(timeout)
         if claim and self.rank == 0: _claim(self.out, a)
@@ -209,6 +221,9 @@ class _Run:
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
         self.bf16 = a.bf16 if a.bf16 is not None else a.steps is None and _native_bf16(self.device)
+        self.compiled = a.compile
+        if self.compiled:  # it compiles in the first steps, in the budget's time
+            self.loss_fn = torch.compile(self.loss_fn); say('compiling the training step (torch.compile)')
         self.sched = None  # a budget sets the learning rate from the time spent; --steps from the step
         if a.steps is not None:
             warmup = max(1, round(a.warmup * a.steps))
@@ -335,7 +350,7 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
         t = _clock()
         ids, n = r.rows.take(r.batches.next())
         ids, inputs, labels, args = _masked(ids, n, r.tok, a.mask_p, r.mask_rng, r.device)
-        loss = _step(r.loss_fn, r.opt, r.sched, args, r.bf16)
+        loss = _train_step(r, args)
         if not math.isfinite(loss):
             raise ValueError(f"the training loss is {loss} at step {r.step + 1}: the run diverged (lower "
                              f"--lr, or check --sin-scale); {r.out} keeps its last checkpoint")
@@ -373,7 +388,7 @@ def _finish(r: _Run):
     r.metrics.update(steps=r.step, tokens=r.tokens,
                      tokens_per_s=round((r.tokens - r.tokens_start) / train_s, 1),
                      wall_s=round(r.budget.spent_s(), 1), prepare_s=r.prepare_s,
-                     first_step_s=r.first_step_s, bf16=r.bf16,
+                     first_step_s=r.first_step_s, bf16=r.bf16, compiled=r.compiled,
                      peak_mem_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
@@ -526,11 +541,8 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
                    'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
-    t.add_argument('--batch-size', type=_int(1), default=d.batch_size)
-    t.add_argument('--d-model', type=_int(1), default=d.d_model)
-    t.add_argument('--layers', type=_int(1), default=d.layers)
-    t.add_argument('--heads', type=_int(1), default=d.heads)
-    t.add_argument('--d-ff', type=_int(1), default=d.d_ff)
+    for size in ('--batch-size', '--d-model', '--layers', '--heads', '--d-ff'):  # each at least 1
+        t.add_argument(size, type=_int(1), default=getattr(d, size[2:].replace('-', '_')))
     t.add_argument('--dropout', type=_float(0, 0.99, lo_open=False), default=d.dropout)
     t.add_argument('--lr', type=_float(0, 1), default=d.lr)
     t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p,
@@ -543,6 +555,8 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
     t.add_argument('--bf16', action=argparse.BooleanOptionalAction, default=d.bf16,
                    help='bf16 autocast in training (default: on in a --minutes run where bf16 is native)')
+    t.add_argument('--compile', action=argparse.BooleanOptionalAction, default=d.compile,
+                   help='torch.compile the training step (off: compiling takes the warmup of a 5-minute run)')
     t.add_argument('--evals', type=_int(1, 10_000), default=d.evals, help='held-out evaluations over the run')
     t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
     t.add_argument('--out', type=_path, help='output directory (default runs/<timestamp>)')
@@ -687,7 +701,7 @@ def _new_args(ns) -> tuple[RunArgs, int]:
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
                 sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
-                bf16=ns.bf16, evals=ns.evals, seed=ns.seed, out=ns.out)
+                bf16=ns.bf16, compile=ns.compile, evals=ns.evals, seed=ns.seed, out=ns.out)
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")

@@ -252,6 +252,7 @@ class RunArgs:
     minutes: float | None = 5.0
     steps: int | None = None
     bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
+    compile: bool = False                       # torch.compile the step (its compiling: in the budget)
     evals: int = 10                             # held-out evaluations over the run
     seed: int = 0
     out: str | None = None

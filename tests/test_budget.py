@@ -111,3 +111,42 @@ def test_steps_with_a_budget_stop_at_the_budget_and_say_so(data, tmp_path, monke
     assert len(m['warnings']) == 1 and f"ran out after {m['steps']} of --steps 10000" in m['warnings'][0]
     assert clock.steps[0][1] == pytest.approx(LR / 500)  # the step schedule: warmup over 5% of 10,000 steps
     assert m['bf16'] is False  # and float32, as every --steps run unless asked
+
+
+def test_a_compiled_run_trains_as_the_eager_one(data, tmp_path):
+    """--compile in float32, 3 steps: the first loss (the same weights, the same batch) within float32's error of the
+    eager run's, every loss close, and metrics.json says it compiled."""
+    from tol import loss_tol
+    from bert_nb.bert import BertConfig
+    runs = {}
+    for compiled in (False, True):
+        a = replace(TINY, data=str(data), out=str(tmp_path / str(compiled)), minutes=None, steps=3, evals=1,
+                    compile=compiled)
+        train(a, progress=False)
+        runs[compiled] = json.loads((tmp_path / str(compiled) / 'metrics.json').read_text())
+    assert runs[True]['compiled'] is True and runs[False]['compiled'] is False
+    eager, fast = ([loss for _, _, loss in runs[k]['train']] for k in (False, True))
+    cfg = BertConfig(**runs[True]['config'])
+    assert abs(fast[0] - eager[0]) <= loss_tol(cfg, TINY.max_len, torch.float32, 10.0) + 1e-5  # + the 5 digits kept
+    assert fast == pytest.approx(eager, abs=1e-3)
+
+def test_a_run_that_cannot_compile_trains_eagerly_and_says_so(data, tmp_path, monkeypatch):
+    "No C compiler here (inductor's, pointed at nothing): one warning, and the run is the eager run, bit for bit."
+    import torch._inductor.config as inductor, torch._functorch.config as functorch
+    monkeypatch.setattr(inductor.cpp, 'cxx', ('/nonexistent/c++',))
+    for config, cache in ((inductor, 'fx_graph_cache'), (functorch, 'enable_autograd_cache')):
+        monkeypatch.setattr(config, cache, False)  # a graph compiled before (on disk, or by the test above)
+    torch._dynamo.reset()                             # would need no compiler
+    runs = {}
+    for compiled in (False, True):
+        a = replace(TINY, data=str(data), out=str(tmp_path / str(compiled)), minutes=None, steps=3, evals=1,
+                    compile=compiled)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            train(a, progress=False)
+        said = [str(x.message) for x in w if 'torch.compile failed' in str(x.message)]
+        runs[compiled] = json.loads((tmp_path / str(compiled) / 'metrics.json').read_text()), said
+    (eager, none), (fell_back, said) = runs[False], runs[True]
+    assert none == [] and len(said) == 1 and 'the run trains eagerly' in said[0] and 'C++ compiler' in said[0]
+    assert fell_back['compiled'] is False and fell_back['train'] == eager['train']
+    assert fell_back['weight_digests'] == eager['weight_digests']

@@ -77,6 +77,12 @@ def test_out_of_range_settings(args, says, corpus, tmp_path):
     refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, *args), says)
     assert not (tmp_path / 'o').exists()
 
+def test_compile_under_torchrun_is_refused(corpus, tmp_path, monkeypatch):
+    "A compiled step under DDP was never tried: refused before anything is written, and off by default."
+    monkeypatch.setenv('WORLD_SIZE', '2')
+    refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, '--compile'), '--compile is for one')
+    assert not (tmp_path / 'o').exists() and RunArgs().compile is False
+
 def test_bad_vocab_files(corpus, tmp_path):
     tok = WordPieceTokenizer.train(read_corpus([corpus]), 300)
     (tmp_path / 'dup.txt').write_text('\n'.join(tok.tokens() + [tok.tokens()[40]]) + '\n')
