@@ -20,7 +20,7 @@ SAVED = Path(__file__).with_name('recipe.json')
 
 # Each candidate changes the defaults before #35 by these fields; the names are the table's rows. Runs are float32
 # unless a candidate says bf16 (a --steps run's default).
-BEFORE = dict(mask_p=0.15, batch_size=128, lr=2e-3, warmup=0.05)
+BEFORE = dict(mask_p=0.15, batch_size=128, lr=2e-3, warmup=0.05, freq_bias=False)
 CANDIDATES = {
     'before': {},
     'mask30': dict(mask_p=0.3),
@@ -36,6 +36,8 @@ CANDIDATES = {
     'mask40-b64-lr1.5e-3': dict(mask_p=0.4, batch_size=64, lr=1.5e-3),
     'mask40-b64-bf16': dict(mask_p=0.4, batch_size=64, bf16=True),
     'mask40-b64-l3': dict(mask_p=0.4, batch_size=64, layers=3),
+    'mask40-b64-l3-warm10': dict(mask_p=0.4, batch_size=64, layers=3, warmup=0.1),
+    'mask40-b64-l3-bias': dict(mask_p=0.4, batch_size=64, layers=3, freq_bias=True),
 }
 
 def run(name: str, tokens: float, seed: int, data: Path) -> dict:

@@ -22,7 +22,7 @@ from .bert import BertConfig, BertForMLM, special_ids, save_bert
 from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
-                              time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, find_model,
+                              time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, frequency_bias, find_model,
                               load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER,
                               _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
@@ -95,13 +95,16 @@ class MaskTally:
                     pick_rate=self.picks / max(self.rows, 1))
 
 # %% ../nbs/12_command.ipynb #c1d2e311
-def _model(a: RunArgs, tok: WordPieceTokenizer) -> BertForMLM:
+def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> BertForMLM:
     "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one."
     if a.init: return init_model(a.init)
     cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
                      d_ff=a.d_ff, dropout=a.dropout)
     model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
     if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
+    if a.freq_bias:  # from every row, or 65,536 spread over a large corpus: counts, never all of it in memory
+        idx = np.linspace(0, len(rows) - 1, min(len(rows), 65_536)).round().astype(np.int64)
+        frequency_bias(model.head, rows.take(idx)[0], tok)
     return model
 
 def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
@@ -215,7 +218,7 @@ class _Run:
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
-        self.model = _model(a, self.tok).to(self.device).train()
+        self.model = _model(a, self.tok, self.data['rows']).to(self.device).train()
         self.cfg = self.model.config
         self.loss_fn = MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
@@ -547,16 +550,16 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--lr', type=_float(0, 1), default=d.lr)
     t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p,
                    help='masking rate in training (evaluation uses 0.15)')
-    t.add_argument('--sin-pos', action=argparse.BooleanOptionalAction, default=d.sin_pos,
-                   help='start the position table from sinusoids')
-    t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help='their amplitude')
+    t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help="the sinusoids' amplitude")
     t.add_argument('--minutes', type=_float(0),
                    help=f'training budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
-    t.add_argument('--bf16', action=argparse.BooleanOptionalAction, default=d.bf16,
-                   help='bf16 autocast in training (default: on in a --minutes run where bf16 is native)')
-    t.add_argument('--compile', action=argparse.BooleanOptionalAction, default=d.compile,
-                   help='torch.compile the training step (off: compiling takes the warmup of a 5-minute run)')
+    for flag, what in (('--sin-pos', 'start the position table from sinusoids'),
+                       ('--freq-bias', "start the decoder's bias at the training tokens' log-frequencies"),
+                       ('--bf16', 'bf16 autocast in training (default: in a --minutes run, where native)'),
+                       ('--compile', "torch.compile the training step (off: it eats a short run's warmup)")):
+        t.add_argument(flag, action=argparse.BooleanOptionalAction, help=what,
+                       default=getattr(d, flag[2:].replace('-', '_')))
     t.add_argument('--evals', type=_int(1, 10_000), default=d.evals, help='held-out evaluations over the run')
     t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
     t.add_argument('--out', type=_path, help='output directory (default runs/<timestamp>)')
@@ -700,8 +703,8 @@ def _new_args(ns) -> tuple[RunArgs, int]:
                 vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
                 max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
                 heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
-                sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, minutes=minutes, steps=ns.steps,
-                bf16=ns.bf16, compile=ns.compile, evals=ns.evals, seed=ns.seed, out=ns.out)
+                sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, freq_bias=ns.freq_bias, minutes=minutes,
+                steps=ns.steps, bf16=ns.bf16, compile=ns.compile, evals=ns.evals, seed=ns.seed, out=ns.out)
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")

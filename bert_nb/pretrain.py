@@ -21,7 +21,7 @@ from .rng import _check_int as _an_int
 __all__ = ['DEFAULT_CORPUS', 'SPLIT', 'INIT', 'ORDER', 'EVAL', 'DEMO', 'EVAL_P', 'read_corpus', 'shuffle', 'held_mask',
            'split_lines', 'pack_rows', 'make_optimizer', 'lr_factor', 'time_factor', 'Batches', 'evaluate',
            'find_model', 'load_model', 'init_model', 'fill', 'heldout_blanks', 'RunArgs', 'sinusoid_positions',
-           'MLMLoss', 'prepare', 'plot_fills']
+           'frequency_bias', 'MLMLoss', 'prepare', 'plot_fills']
 
 # %% ../nbs/03_pretrain.ipynb #6e9ec294
 DEFAULT_CORPUS = importlib.resources.files('bert_nb') / 'data' / 'kjv_verses.txt.gz'
@@ -249,6 +249,7 @@ class RunArgs:
     mask_p: float = 0.4                         # in training; evaluation masks 0.15
     sin_pos: bool = True                        # start the position table from sinusoids
     sin_scale: float = 0.1                      # ... of this amplitude (5x the word table's init)
+    freq_bias: bool = True                      # start the decoder's bias at the tokens' log-frequencies
     minutes: float | None = 5.0
     steps: int | None = None
     bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
@@ -266,6 +267,14 @@ def sinusoid_positions(encoder, scale: float = 0.02):
     with torch.no_grad():
         encoder.pos_emb.weight[:, 0::2] = scale * torch.sin(angle)
         encoder.pos_emb.weight[:, 1::2] = scale * torch.cos(angle[:, :d // 2])
+
+# %% ../nbs/03_pretrain.ipynb #49ee895f
+def frequency_bias(head: nn.Module, ids: np.ndarray, tok: WordPieceTokenizer):
+    "Start the MLM decoder's bias at the add-one log-frequencies of the tokens in `ids` (specials count 0)."
+    counts = np.bincount(np.asarray(ids).ravel(), minlength=len(tok)).astype(np.float64)
+    if len(counts) != len(tok): raise ValueError(f"ids holds {len(counts) - 1}, past tok's {len(tok)} tokens")
+    counts[special_ids(tok)] = 0
+    with torch.no_grad(): head.bias.copy_(torch.from_numpy(np.log((counts + 1) / (counts + 1).sum())))
 
 # %% ../nbs/03_pretrain.ipynb #1d033b8d
 def _world(timeout: float = 300) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from bert_nb.pretrain import RunArgs
 
 RECIPE = ['vocab_size', 'max_len', 'batch_size', 'd_model', 'layers', 'heads', 'd_ff', 'dropout', 'lr', 'warmup',
-          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale']
+          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias']
 FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json',
          'special_tokens_map.json']
 
@@ -23,8 +23,11 @@ def main(run: Path, dest: Path):
     weights = (tmp / 'model.safetensors').read_bytes()
     c, h = m['config'], m['held_out']
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
+    a.setdefault('freq_bias', False)  # a run from before the bias started at the frequencies
     given = [k for k in RECIPE if a[k] != getattr(RunArgs, k)]  # what differs from today's defaults
-    flags = ''.join(f" --{k.replace('_', '-')} {a[k]}" for k in given)
+    flag = lambda k: '--' + ('' if a[k] else 'no-') + k.replace('_', '-') if isinstance(a[k], bool) else \
+        f"--{k.replace('_', '-')} {a[k]}"
+    flags = ''.join(' ' + flag(k) for k in given)
     card = dict(recipe=f"bert-nb train --steps {a['steps']}{flags} (the defaults otherwise: seed {a['seed']})",
                 steps=m['steps'], tokens=m['tokens'], held_out=h, baseline=m['baseline'], config=c,
                 parameters=n_params, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest(),

@@ -277,6 +277,11 @@ FAULTS += [
           FINETUNE),
     Fault('t02', "fine-tuning's dropout not seeded", 'finetune.py', 'def fine_tune(',
           '        torch.manual_seed(seed)\n', '', FINETUNE),
+    # #35: the decoder's bias starts at the training tokens' log-frequencies
+    Fault('p13', "the decoder's bias starts at zero (the run never sets it)", 'command.py', 'def _model(',
+          'frequency_bias(model.head, rows.take(idx)[0], tok)', 'pass', PRETRAIN),
+    Fault('p14', 'the frequencies count [CLS], [SEP] and [PAD]', 'pretrain.py', 'def frequency_bias(',
+          '    counts[special_ids(tok)] = 0\n', '', ['tests/test_pretrain.py', '-k', 'frequency_bias']),
     # #35: attention trains in float32 on a CPU under bf16 autocast
     Fault('a01', "bf16 training on a CPU keeps SDPA's bf16 kernel (its slow backward)", 'speed.py', 'def _attend(',
           'q.shape[-2] <= F32_ATTN_T', 'q.shape[-2] < 0', ['tests/test_unpad.py', '-k', 'attention']),
