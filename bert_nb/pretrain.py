@@ -269,7 +269,7 @@ def sinusoid_positions(encoder, scale: float = 0.02):
         encoder.pos_emb.weight[:, 1::2] = scale * torch.cos(angle[:, :d // 2])
 
 # %% ../nbs/03_pretrain.ipynb #49ee895f
-def frequency_bias(head: nn.Module, ids: np.ndarray, tok: WordPieceTokenizer):
+def frequency_bias(head: nn.Module, ids: np.ndarray, tok: WordPieceTokenizer) -> None:
     "Start the MLM decoder's bias at the add-one log-frequencies of the tokens in `ids` (specials count 0)."
     counts = np.bincount(np.asarray(ids).ravel(), minlength=len(tok)).astype(np.float64)
     if len(counts) != len(tok): raise ValueError(f"ids holds {len(counts) - 1}, past tok's {len(tok)} tokens")

@@ -79,8 +79,9 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tenso
     "SDPA over (B, H, T, d/H); float32 when a CPU trains in bf16 on short rows (the bf16 backward is slow)."
     cpu_bf16 = q.dtype == torch.bfloat16 and q.device.type == 'cpu'
     if cpu_bf16 and q.requires_grad and q.shape[-2] <= F32_ATTN_T:
+        m = None if bias is None else bias.float()  # a bf16 model's mask is bf16: float32 with the rest
         with torch.autocast('cpu', enabled=False):
-            y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=bias, dropout_p=p)
+            y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=m, dropout_p=p)
         return y.to(q.dtype)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
 

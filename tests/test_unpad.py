@@ -95,6 +95,7 @@ def test_bf16_training_attention_runs_in_float32(T):
     f32 = [x.detach().float().requires_grad_() for x in (q, k, v)]
     F.scaled_dot_product_attention(*f32, attn_mask=bias).backward(up.float())
     for ours, ref in zip((q, k, v), f32): assert torch.equal(ours.grad, ref.grad.bfloat16())
+    assert torch.equal(_attend(q, k, v, bias.bfloat16(), 0.0), y)  # a model in bf16 has its mask in bf16
 
 def test_attention_elsewhere_is_sdpa_untouched():
     "float32 and float64, inference, and rows longer than F32_ATTN_T: SDPA as called, bit for bit."
