@@ -22,9 +22,9 @@ from .bert import BertConfig, BertForMLM, special_ids, save_bert
 from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
-                              time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, frequency_bias, find_model,
-                              load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT, ORDER,
-                              _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
+                              time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, frequency_bias,
+                              find_model, load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT,
+                              ORDER, _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
 from .files import _read_json, _write_text, _stem, _unwritable
 
