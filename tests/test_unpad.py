@@ -98,11 +98,15 @@ def test_bf16_training_attention_runs_in_float32(T):
     assert torch.equal(_attend(q, k, v, bias.bfloat16(), 0.0), y)  # a model in bf16 has its mask in bf16
 
 def test_attention_elsewhere_is_sdpa_untouched():
-    "float32 and float64, inference, and rows longer than F32_ATTN_T: SDPA as called, bit for bit."
+    "float32 and float64, inference, and rows longer than F32_ATTN_T: SDPA as called, bit for bit (or its error)."
     from bert_nb.speed import _attend, F32_ATTN_T
     g = torch.Generator().manual_seed(0)
     make = lambda T, dtype, grad: [torch.randn(2, 2, T, 16, generator=g).to(dtype).requires_grad_(grad) for _ in range(3)]
     for T, dtype, grad in [(32, torch.float32, True), (32, torch.float64, True), (32, torch.bfloat16, False),
                            (F32_ATTN_T + 1, torch.bfloat16, True)]:
         q, k, v = make(T, dtype, grad)
-        assert torch.equal(_attend(q, k, v, None, 0.0), F.scaled_dot_product_attention(q, k, v)), (T, dtype, grad)
+        try: want = F.scaled_dot_product_attention(q, k, v)
+        except RuntimeError as e:  # bf16 SDPA under ATEN_CPU_CAPABILITY=default on an AMX CPU (torch 2.13: pack_vnni2)
+            with pytest.raises(RuntimeError, match=str(e)[:40]): _attend(q, k, v, None, 0.0)
+            continue
+        assert torch.equal(_attend(q, k, v, None, 0.0), want), (T, dtype, grad)
