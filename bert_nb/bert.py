@@ -24,7 +24,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
 from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, write_dir,
-                           _write_safetensors)
+                           _write_safetensors, _write_text)
 from .speed import run_layers, _gelu
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
@@ -753,11 +753,11 @@ _SPECIAL_NAMES = dict(unk_token='[UNK]', sep_token='[SEP]', pad_token='[PAD]', c
 def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
     "vocab.txt, and what transformers' AutoTokenizer reads without guessing: our Rust pipeline, its settings."
     tok.save(dir)
-    (dir / 'tokenizer.json').write_text(tok.tok.to_str(), encoding='utf-8')
+    _write_text(dir / 'tokenizer.json', tok.tok.to_str())
     config = dict(tokenizer_class='BertTokenizer', do_lower_case=tok.tok.normalizer.lowercase,
                   model_max_length=max_len, clean_up_tokenization_spaces=False, **_SPECIAL_NAMES)
-    (dir / 'tokenizer_config.json').write_text(json.dumps(config, indent=2) + '\n')
-    (dir / 'special_tokens_map.json').write_text(json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
+    _write_text(dir / 'tokenizer_config.json', json.dumps(config, indent=2) + '\n')
+    _write_text(dir / 'special_tokens_map.json', json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
 
 # %% ../nbs/02_bert.ipynb #071c4b0f
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
@@ -783,7 +783,7 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
         'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
     def write(to: Path):
         _write_safetensors(to / 'model.safetensors', sd)
-        (to / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
+        _write_text(to / 'config.json', json.dumps(config, indent=2) + '\n')
         if tok is not None: _save_tokenizer(tok, to, enc.config.max_len)
     return write
 
@@ -813,6 +813,9 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
         raise TypeError(f"model must be a module made of BERTs (one: save_bert), got {type(model).__name__}")
     parts = _parts(model)
     if not parts: raise ValueError(f"model ({type(model).__name__}) holds no BertEncoder or BertForMLM")
+    if odd := next((n for n in parts if not _plain(n)), None):  # a name is a directory of the save
+        raise ValueError(f"model's part {odd!r} is not a plain name (a directory in the save): name its "
+                         "module without '/' or NUL")
     writers = {name: _bert_files(m, tok) for name, m in parts.items()}
     sd, shared = model.state_dict(keep_vars=True), _shared(model)
     stored = {id(v) for k, v in sd.items() if _in_part(k, parts)}  # in a part's directory already
@@ -824,7 +827,7 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
     def write(tmp: Path):
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
         _write_safetensors(tmp / 'heads.safetensors', heads)
-        (tmp / 'parts.json').write_text(json.dumps(meta, indent=2) + '\n')
+        _write_text(tmp / 'parts.json', json.dumps(meta, indent=2) + '\n')
     return write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
 
 def _saved_parts(dir: Path) -> frozenset:
@@ -832,8 +835,12 @@ def _saved_parts(dir: Path) -> frozenset:
     try: meta = _read_json(dir / 'parts.json')
     except (OSError, ValueError): return frozenset()
     parts = meta.get('parts') if isinstance(meta, dict) and meta.get('format') == 'bert-nb-parts' else None
-    return frozenset(p for p in parts if isinstance(p, str) and p and '/' not in p and p not in ('.', '..')) \
-        if isinstance(parts, dict) else frozenset()
+    return frozenset(p for p in parts if isinstance(p, str) and _plain(p)) if isinstance(parts, dict) \
+        else frozenset()
+
+def _plain(name: str) -> bool:
+    "A name that is one directory entry: not empty, '.' or '..', with no '/' (an absolute path has one) or NUL."
+    return bool(name) and name not in ('.', '..') and not {'/', '\0'} & set(name)
 
 # %% ../nbs/02_bert.ipynb #c92c5774
 def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:

@@ -7,7 +7,7 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, collections, errno, gc, hashlib, itertools, json, math, os, resource, shutil, socket, sys
+import argparse, collections, errno, gc, hashlib, itertools, json, math, os, re, resource, shutil, socket, sys
 import time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
@@ -26,16 +26,17 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer,
                               find_model, load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT,
                               ORDER, _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
-from .files import _read_json, _write_text, _stem, _unwritable
+from .files import _read_json, _write_file, _write_text, _stem, _unwritable
 
 # %% auto #0
-__all__ = ['FINISH', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
+__all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
            'write_plots', 'UsageError', 'main']
 
 # %% ../nbs/12_command.ipynb #c0ad0015
 _clock = time.perf_counter  # the budget's clock: tests give a run one that slows down or stalls
 
 FINISH = 5  # finishing (an evaluation, a checkpoint, the model and its plots) takes about 5 evaluations' time
+BEAT_S = 1.0  # a budget run records its seconds spent this often (budget.json): a kill loses at most this many
 MARGIN = 0.01  # ... and a hundredth of the budget for what they do not predict (the plots: a second here)
 
 def weights_digest(model: nn.Module) -> str:
@@ -46,18 +47,19 @@ def weights_digest(model: nn.Module) -> str:
 
 # %% ../nbs/12_command.ipynb #37378fa1
 def _save_state(out: Path, state: dict):
-    "The resume checkpoint, written to a temporary file and renamed into place (removed if writing fails)."
-    tmp = out / 'resume.pt.tmp'
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, out / 'resume.pt')
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        need, free = _bytes(state), shutil.disk_usage(out).free if isinstance(e, RuntimeError) else None
-        if free is not None and free < need:  # torch's writer says only "unexpected pos"
-            raise OSError(errno.ENOSPC, f"no space left on device for {tmp}: the checkpoint needs about "
-                          f"{need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
+    "The resume checkpoint, whole or not at all (`_write_file`: a new file beside it, renamed into place)."
+    try: _write_file(out / 'resume.pt', lambda f: torch.save(state, f))
+    except RuntimeError:
+        need, free = _bytes(state), shutil.disk_usage(out).free
+        if free < need:  # torch's writer says only "unexpected pos"
+            raise OSError(errno.ENOSPC, f"no space left on device for {out / 'resume.pt'}: the checkpoint needs "
+                          f"about {need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
         raise
+
+def _tidy(out: Path):
+    "Remove the temporaries (`_write_file`'s) that a killed run left in `out`: files, or links, never followed."
+    for p in out.iterdir():
+        if re.fullmatch(r'\..+\.[0-9a-f]{8}\.tmp', p.name) and not p.is_dir(): p.unlink()
 
 def _bytes(x) -> int:
     "The bytes of the tensors in a nest of dicts and lists: about the size torch.save writes."
@@ -180,18 +182,25 @@ def _train_step(r, args) -> float:
 # %% ../nbs/12_command.ipynb #9f427212
 class _Budget:
     "The seconds a run has spent of its budget (`--minutes`), on `_clock`, and when it must start finishing."
-    def __init__(self, minutes: float | None, rank: int, world: int):
+    def __init__(self, minutes: float | None, rank: int, world: int, beat: Path | None = None):
         self.seconds = None if minutes is None else minutes * 60
         self.t0, self.spent, self.rank, self.world = _clock(), 0.0, rank, world
         self.train_s = math.inf  # the seconds for steps: the budget less what finishing takes
         self.step_s = collections.deque(maxlen=16)  # the last steps' seconds
+        self.beat = beat if rank == 0 and self.seconds is not None else None  # rank 0 writes budget.json
+        self.beat_t = -math.inf
 
     def spent_s(self) -> float: return self.spent + _clock() - self.t0  # this rank's clock
+
+    def record(self, spent: float):
+        "budget.json: the seconds spent, so that a killed run's seconds since its checkpoint count on resuming."
+        if self.beat: _write_text(self.beat, json.dumps(dict(spent=spent)) + '\n'); self.beat_t = _clock()
 
     def tick(self) -> tuple[float, bool]:
         "Seconds spent, and whether finishing must start now: rank 0's, on every rank (they stop together)."
         e = self.spent_s()
         if self.seconds is None: return e, False
+        if _clock() - self.beat_t >= BEAT_S: self.record(e)
         step = float(np.median(self.step_s)) if self.step_s else 0.0  # a stall is one step of 16
         return _broadcast((e, e + step >= self.train_s), self.rank, self.world)
 
@@ -207,14 +216,15 @@ class _Run:
             raise ValueError("--compile is for one process; under torchrun leave it off (not tried with DDP)")
         self.a, self.out, self.t_start = a, Path(a.out), time.time()
         self.rank, self.world = _world(timeout)
-        if claim and self.rank == 0: _claim(self.out, a)
+        if self.rank == 0: _claim(self.out, a) if claim else _tidy(self.out)  # a resumed run: what a kill left
         cuda = torch.cuda.is_available()
         self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
         torch.manual_seed(a.seed)
         t = time.time()
         self.data = _agreed_data(a, self.out, resume, self.rank, self.world, say)
         self.prepare_s = round(time.time() - t, 1)
-        self.budget = _Budget(a.minutes, self.rank, self.world)  # from here: training, not preparing the data
+        if self.rank == 0: import matplotlib.pyplot  # the finish's plots: a cold import takes seconds
+        self.budget = _Budget(a.minutes, self.rank, self.world, self.out / 'budget.json')  # from here: training
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
@@ -263,7 +273,15 @@ def _evaluate(r: _Run, say=None, stop: bool = False):
     took = _broadcast(r.budget.spent_s() - t, r.rank, r.world)
     if stop: r.budget.spent -= took
     else: r.budget.keep_back(took)
+    if r.step == 0 and r.budget.train_s <= 0: _too_short(r.budget, took)  # before the run's first checkpoint
     _checkpoint(r)
+
+def _too_short(b: _Budget, took: float):
+    "A budget that finishing alone would spend is refused before any step: no learning rate can fit in it."
+    need = (b.seconds - b.train_s) / (1 - MARGIN)  # what finishing keeps back, and the margin on top
+    raise ValueError(f"--minutes {b.seconds / 60:g} ({b.seconds:.3g} s) is too short to train: finishing alone "
+                     f"takes about {need:.2g} s here ({FINISH} evaluations of {took:.2g} s, and {MARGIN:.0%} "
+                     "of the budget); give a budget of several times that")
 
 def _held_out(r: _Run) -> dict:
     "The held-out loss and accuracy now, appended to the run's metrics (its time kept out of tokens/s)."
@@ -278,12 +296,13 @@ def _checkpoint(r: _Run):
     "resume.pt: the run's state and every rank's streams, gathered to rank 0, which writes it."
     mine = dict(mask_rng=[r.mask_rng.state, r.mask_rng.inc], batches=r.batches.state(),
                 torch_rng=torch.get_rng_state())
-    ranks = _gather(mine, r.world)
+    ranks, spent = _gather(mine, r.world), r.budget.spent_s()
     if r.rank == 0:
-        _save_state(r.out, dict(step=r.step, total=r.a.steps, tokens=r.tokens, spent=r.budget.spent_s(),
+        _save_state(r.out, dict(step=r.step, total=r.a.steps, tokens=r.tokens, spent=spent,
                                 train_s=r.budget.train_s, metrics=r.metrics, model=r.model.state_dict(),
                                 opt=r.opt.state_dict(), sched=r.sched and r.sched.state_dict(), ranks=ranks,
                                 data=_signature(r.data['meta'])))
+        r.budget.record(spent)  # after the checkpoint: budget.json never holds less than resume.pt
 
 def _signature(meta: dict) -> dict:
     "What a run trained on: its token files' and vocabulary's digests, as prepare recorded them."
@@ -321,14 +340,24 @@ def _restore(r: _Run):
         raise ValueError(f"{p} does not fit the model {r.out / 'args.json'} describes ({wrong[0]})")
     r.step, r.tokens, r.metrics = ck['step'], ck['tokens'], ck['metrics']
     r.evaluated = r.step  # every checkpoint follows an evaluation
-    b = r.budget  # the seconds between the runs are not the budget's
-    b.spent, b.t0, b.train_s = ck['spent'], _clock(), ck['train_s']
+    b = r.budget  # the seconds between the runs are not the budget's; those a kill cut short are
+    b.spent, b.t0, b.train_s = max(ck['spent'], _spent_before(r.out)), _clock(), ck['train_s']
     r.model.load_state_dict(ck['model'])
     mine = ck['ranks'][r.rank]
     r.mask_rng.state, r.mask_rng.inc = mine['mask_rng']
     r.batches.load(mine['batches']); torch.set_rng_state(mine['torch_rng'])
     r.opt.load_state_dict(ck['opt'])
     if r.sched: r.sched.load_state_dict(ck['sched'])
+
+def _spent_before(out: Path) -> float:
+    "The seconds budget.json recorded (0 if none): a killed run's training after its last checkpoint counts."
+    p = out / 'budget.json'
+    if not p.is_file(): return 0.0
+    d = _read_json(p)
+    s = d.get('spent') if isinstance(d, dict) else None
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < math.inf:
+        raise ValueError(f"{p} does not hold the seconds a run spent: {d!r:.80}")
+    return float(s)
 
 # %% ../nbs/12_command.ipynb #071604f9
 def _loop(r: _Run, stop_at: int | None, progress: bool):
@@ -485,7 +514,9 @@ def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceToken
                       ('mask_rates', lambda: mask_stats and plot_mask_rates(mask_stats)),
                       ('attention_reach', lambda: _reach(model, tok, data))]:
         f = fig()
-        if f: f.savefig(out / f'{name}.png', dpi=110, bbox_inches='tight'); plt.close(f)
+        if f:
+            _write_file(out / f'{name}.png', lambda h: f.savefig(h, format='png', dpi=110, bbox_inches='tight'))
+            plt.close(f)
 
 def _reach(model, tok, data, n: int = 24):
     "The attention-reach plot on the start of the first held-out row (a Jacobian of n x n blocks)."

@@ -14,7 +14,8 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
 from .checks import _check_p, _check_int, _check_shares
-from .files import corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable
+from .files import (corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable, _create,
+                           _write_text)
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
@@ -169,8 +170,8 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
     "One pass: each chunk of lines encoded at once, its tokens appended to train.bin or held.bin; held.txt."
     n, sha = dict(train=0, held=0), dict(train=hashlib.sha256(), held=hashlib.sha256())
     flags = iter(held.tolist())
-    with open(dir / 'train.bin', 'wb') as tr, open(dir / 'held.bin', 'wb') as he, \
-         open(dir / 'held.txt', 'w', encoding='utf-8') as text:
+    with (_create(dir / 'train.bin') as tr, _create(dir / 'held.bin') as he,
+          _create(dir / 'held.txt', 'w') as text):
         while chunk := list(itertools.islice(lines, CHUNK)):
             h = list(itertools.islice(flags, len(chunk)))
             for split, f, part in (('train', tr, [l for l, x in zip(chunk, h) if not x]),
@@ -231,7 +232,7 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
                     vocab_size=len(tok), vocab_sha256=_sha256(tmp / 'vocab.txt'), **made,
                     files=[dict(path=str(f.resolve()), bytes=f.stat().st_size, sha256=_sha256(f))
                            for f in files])
-        (tmp / 'meta.json').write_text(json.dumps(meta, indent=1) + '\n')  # last: the directory is complete
+        _write_text(tmp / 'meta.json', json.dumps(meta, indent=1) + '\n')  # last: the directory is complete
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,21 +24,30 @@ def _umask() -> int:
     mask = os.umask(0); os.umask(mask)  # the only way to read it: set it and put it back
     return mask
 
-def _write_safetensors(path: Path, tensors: dict):
-    "safetensors' save_file, then the mode `open` gives a new file (0666 less the umask), not its 0600."
-    from safetensors.torch import save_file
-    save_file(tensors, path, metadata={'format': 'pt'})
-    os.chmod(path, 0o666 & ~_umask())
+def _create(path: Path, mode: str = 'wb'):
+    """A new file at `path`, open for writing: never an existing file, never through a link planted there
+    (O_EXCL, O_NOFOLLOW), of the mode `open` gives (0666 less the umask). The package's one way to write."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), 0o666)
+    return os.fdopen(fd, mode, **({} if 'b' in mode else dict(encoding='utf-8')))
 
-def _write_text(path: Path, text: str):
-    "Write `path` whole or not at all: a temporary file beside it, renamed over it (removed if that fails)."
-    tmp = path.with_name(f'.{_stem(path)}.tmp-{os.getpid()}')
+def _write_file(path: Path, write: Callable):
+    """Write `path` whole or not at all: write(f) fills a new file beside it (`_create`, a random name), which
+    is renamed over `path` (a link there is replaced, not followed); removed if anything fails."""
+    tmp = path.with_name(f'.{_stem(path)}.{os.urandom(4).hex()}.tmp')
     try:
-        tmp.write_text(text, encoding='utf-8')
+        with _create(tmp) as f: write(f)
         os.replace(tmp, path)
+    except FileExistsError: raise  # that name is not ours: leave it
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+def _write_text(path: Path, text: str): _write_file(path, lambda f: f.write(text.encode('utf-8')))
+
+def _write_safetensors(path: Path, tensors: dict):
+    "safetensors' bytes through `_write_file` (its own save_file writes 0600, whatever the umask)."
+    from safetensors.torch import save
+    _write_file(path, lambda f: f.write(save(tensors, metadata={'format': 'pt'})))
 
 # %% ../nbs/11_files.ipynb #f11e0015
 def _constant(name: str):

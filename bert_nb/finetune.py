@@ -11,11 +11,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from . import (BertEncoder, MLMCollator, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert,
                      save_bert)
 from .bert import POOLER_NAMES, hf_encoder_names
-from .files import write_dir
+from .files import _write_safetensors, _write_text, write_dir
 from .pretrain import lr_factor, make_optimizer, shuffle
 
 # %% auto #0
@@ -236,13 +236,12 @@ def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTok
     sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES} | {k: ours[k] for k in CLASSIFIER_NAMES}
     def write(tmp: Path):
         save_bert(model.bert, tmp, tok)  # the tokenizer's files, the encoder's config; weights, config redone
-        save_file({k: v.detach().cpu().contiguous() for k, v in sd.items()}, tmp / 'model.safetensors',
-                  metadata={'format': 'pt'})
+        _write_safetensors(tmp / 'model.safetensors', {k: v.detach().cpu().contiguous() for k, v in sd.items()})
         config = json.loads((tmp / 'config.json').read_text())
         config.pop('bert_nb')  # transformers' layout, not an encoder of bert-nb's
         config |= dict(architectures=['BertForSequenceClassification'], classifier_dropout=model.dropout.p,
                        id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
-        (tmp / 'config.json').write_text(json.dumps(config, indent=2) + '\n')
+        _write_text(tmp / 'config.json', json.dumps(config, indent=2) + '\n')
     return write_dir(dir, write)
 
 # %% ../nbs/05_finetune.ipynb #aa250cd8

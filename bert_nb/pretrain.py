@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_pretrain.ipynb #b1d8b999
 from __future__ import annotations
-import array, importlib.resources, os, warnings
+import array, importlib.resources, math, os, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -80,9 +80,11 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 def time_factor(share: float, warmup: float) -> float:
-    "The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's budget schedule."
+    """The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's budget schedule.
+    A share outside [0, 1] (a clock that went back, a budget already spent) is clamped: the factor is in [0, 1]."""
+    share = 1.0 if math.isnan(share) else min(max(share, 0.0), 1.0)
     if share < warmup: return share / warmup
-    return 0.0 if share >= 1 else (1 - share) / (1 - warmup)  # (here warmup <= share < 1)
+    return 0.0 if share == 1 else (1 - share) / (1 - warmup)  # (here warmup <= share < 1)
 
 # %% ../nbs/03_pretrain.ipynb #0828fcb5
 class Batches:

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-from .files import _read_json
+from .files import _read_json, _write_text
 
 # %% auto #0
 __all__ = ['SPECIALS', 'MAX_WORD', 'WordPieceTokenizer', 'word_counts', 'merges', 'train_vocab', 'plot_merges']
@@ -169,7 +169,7 @@ class WordPieceTokenizer(_WordPiece):
     def save(self, dir: str | os.PathLike) -> Path:
         "Write `dir/vocab.txt`, one token a line in id order."
         dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
-        (dir / 'vocab.txt').write_text(''.join(t + '\n' for t in self.tokens()), encoding='utf-8')
+        _write_text(dir / 'vocab.txt', ''.join(t + '\n' for t in self.tokens()))
         return dir / 'vocab.txt'
     def __len__(self) -> int: return self.tok.get_vocab_size()
     def token_to_id(self, token: str) -> int | None: return self.tok.token_to_id(token)

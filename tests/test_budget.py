@@ -87,7 +87,7 @@ def test_a_resumed_budget_run_equals_the_uninterrupted_one(data, tmp_path, monke
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         train(replace(TINY, data=str(data), out=str(tmp_path / 'parts')), stop_at=200, progress=False)
-    assert sorted(os.listdir(tmp_path / 'parts')) == ['args.json', 'resume.pt', 'vocab.txt']  # resumable; no model yet
+    assert sorted(os.listdir(tmp_path / 'parts')) == ['args.json', 'budget.json', 'resume.pt', 'vocab.txt']  # no model yet
     clock.t += 1000.0  # an hour later, say: none of it is the run's
     parts = budget_run(data, tmp_path / 'parts', clock, resume=True)
     assert parts['used_s'] == whole['used_s'] and parts['weight_digests'] == whole['weight_digests']
@@ -99,9 +99,27 @@ def test_a_finish_that_overruns_says_so(data, tmp_path, monkeypatch):
     assert m['used'] > 1 and len(m['warnings']) == 1 and 'of its 300 s budget (10' in m['warnings'][0]
 
 def test_a_budget_shorter_than_a_step_takes_one_and_says_so(data, tmp_path, monkeypatch):
+    "7.2 s: 2.1 s left for steps once finishing (5 evaluations of 1 s, 1%) is kept back, and a step takes 5 s."
+    clock = Clock(lambda t, i: 5.0).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock, minutes=0.12)
+    assert m['steps'] == 1 and m['used'] > 1 and 'took longer than the run could foresee' in m['warnings'][0]
+    assert 0 <= clock.steps[0][1] <= LR
+
+def test_a_budget_too_short_to_train_is_refused_before_a_step(data, tmp_path, monkeypatch):
+    """0.6 s, and finishing takes 5 evaluations of 1 s: no time is left for a step. It trained one at a negative
+    learning rate (the share spent, 1 s of -4.4 s, was negative), and saved what that made (#43)."""
     clock = Clock(lambda t, i: 0.5).install(monkeypatch)
-    m = budget_run(data, tmp_path / 'run', clock, minutes=0.01)
-    assert m['steps'] == 1 and m['used'] > 1 and 'shorter than one step' in m['warnings'][0]
+    with pytest.raises(ValueError, match=r'--minutes 0.01 \(0.6 s\) is too short to train: finishing alone takes '
+                                         r'about 5.1 s here \(5 evaluations of 1 s'):
+        train(replace(TINY, data=str(data), out=str(tmp_path / 'run'), minutes=0.01), progress=False)
+    assert clock.steps == [] and not (tmp_path / 'run' / 'resume.pt').exists()
+
+def test_the_learning_rate_stays_in_0_to_peak_whatever_the_clock_says(data, tmp_path, monkeypatch):
+    "A clock set back 30 s mid-run (NTP, say), 26 s in: the share spent goes negative, and the rate stays >= 0."
+    clock = Clock(lambda t, i: -30.0 if i == 50 else 0.5).install(monkeypatch)
+    budget_run(data, tmp_path / 'run', clock)
+    lrs = [lr for _, lr in clock.steps]
+    assert min(lrs) == 0 and max(lrs) <= LR and lrs[50] == 0  # the first step after the jump: share < 0
 
 def test_steps_with_a_budget_stop_at_the_budget_and_say_so(data, tmp_path, monkeypatch):
     "--steps sets the schedule (as without a budget); the budget only ends the run early, and the run says so."
@@ -150,3 +168,29 @@ def test_a_run_that_cannot_compile_trains_eagerly_and_says_so(data, tmp_path, mo
     assert none == [] and len(said) == 1 and 'the run trains eagerly' in said[0] and 'C++ compiler' in said[0]
     assert fell_back['compiled'] is False and fell_back['train'] == eager['train']
     assert fell_back['weight_digests'] == eager['weight_digests']
+
+class Killed(BaseException): "SIGKILL, as far as the run can tell: nothing after it runs."
+
+def test_a_killed_run_resumed_keeps_the_budget(data, tmp_path, monkeypatch):
+    """Killed 10 s after its last checkpoint and resumed, a run spends the budget as one would: the seconds since
+    the checkpoint count (budget.json, at most BEAT_S of them lost), so the two processes together train for the
+    budget and not for it plus what the kill cut off. Without it they used 110-113% (#43)."""
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    step = command._step
+    def killed_at_250(*a):
+        if len(clock.steps) == 250: raise Killed()
+        return step(*a)
+    monkeypatch.setattr(command, '_step', killed_at_250)
+    with pytest.raises(Killed), warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        train(replace(TINY, data=str(data), out=str(tmp_path / 'run')), progress=False)
+    t_kill = clock.t
+    checkpointed = torch.load(tmp_path / 'run' / 'resume.pt', weights_only=True)['spent']
+    assert t_kill - checkpointed > 5  # what the checkpoint alone would lose
+    monkeypatch.setattr(command, '_step', step)
+    clock.t += 1000.0  # the time between the runs: not the budget's
+    t_resumed = clock.t
+    m = budget_run(data, tmp_path / 'run', clock, resume=True)
+    second = clock.t - t_resumed
+    assert t_kill - command.BEAT_S - 0.5 <= m['used_s'] - second <= t_kill  # the killed process's seconds, counted
+    assert 0.98 <= m['used'] <= 1.0 and 0.98 * 300 <= t_kill + second <= 300  # both processes: the budget

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, save_bert, save_parts
+from bert_nb.finetune import Classifier, save_classifier
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
 
@@ -23,7 +24,8 @@ def saves(root: Path, umask: int) -> list[Path]:
     old = os.umask(umask)
     try:
         return [save_bert(BertForMLM(CFG, PCG32(0)), root / 'mlm', TOK), save_bert(BertEncoder(CFG), root / 'enc'),
-                save_parts(Pair(), root / 'parts', TOK)]
+                save_parts(Pair(), root / 'parts', TOK),  # save_classifier wrote its weights 0600 (#43)
+                save_classifier(Classifier(BertEncoder(CFG, pooler=True), 2), root / 'cls', TOK, ['a', 'b'])]
     finally: os.umask(old)
 
 @pytest.mark.parametrize('umask', [0o022, 0o077, 0o002, 0o027])
@@ -193,3 +195,50 @@ def test_a_load_sees_a_swap_that_reused_the_inode(tmp_path, monkeypatch):
         return real(*a)
     monkeypatch.setattr(B, '_load_dir', read_while_swapped)
     assert isinstance(B.load_bert(d), BertForMLM) and len(reads) == 2  # read again, not trusted
+
+
+# ------------------------------------------------------------------------------------------ writes stay in place (#43)
+
+WRITERS = {'save_file', 'save', 'savefig', 'write_text', 'write_bytes', 'tofile'}  # (f.write: f was opened, above)
+
+def test_every_writer_goes_through_files_create():
+    """Every call of the package that writes a file: `_create` (a new file: O_EXCL, O_NOFOLLOW, the umask's mode) in
+    files.py, or a writer handed the open file by `_write_file` / `_create` (`lambda f: torch.save(state, f)`).
+    A `save_file(path)`, `torch.save(obj, path)`, `open(path, 'w')` or `path.write_text` anywhere else fails here:
+    such a writer follows a link planted at `path`, and safetensors' leaves the file 0600."""
+    import ast, bert_nb
+    bad = []
+    for py in sorted(Path(bert_nb.__file__).parent.glob('*.py')):
+        tree = ast.parse(py.read_text())
+        handed = set()  # names bound to a file that _create or _write_file opened
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == '_write_file':
+                handed |= {a.arg for l in node.args if isinstance(l, ast.Lambda) for a in l.args.args}
+            if isinstance(node, ast.withitem) and getattr(getattr(node.context_expr, 'func', None), 'id', None) == '_create':
+                handed.add(node.optional_vars.id)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call): continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, 'id', None)
+            if name == 'open' and isinstance(f, ast.Name):
+                mode = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else 'r'
+                if set(mode) & set('wax+'): bad.append(f'{py.name}:{node.lineno} open(..., {mode!r})')
+            elif name == 'open' and getattr(f.value, 'id', None) == 'os':  # os.open: in _create alone (or devnull)
+                if py.name != 'files.py' and not {'O_RDONLY', 'devnull'} & set(re.findall(r'\w+', ast.unparse(node))):
+                    bad.append(f'{py.name}:{node.lineno} os.open')
+            elif name in WRITERS:
+                target = node.args[1] if name in ('save', 'save_file') and len(node.args) > 1 else \
+                    node.args[0] if node.args and name in ('savefig', 'tofile') else \
+                    f.value if isinstance(f, ast.Attribute) else None
+                if name == 'save' and getattr(getattr(f, 'value', None), 'id', None) not in ('torch', 'np'): continue
+                if not (isinstance(target, ast.Name) and target.id in handed):
+                    bad.append(f'{py.name}:{node.lineno} {ast.unparse(node)[:80]}')
+    assert bad == []
+
+def test_a_part_named_by_a_path_is_refused(tmp_path):
+    "save_parts wrote a part whose module name was an absolute path at that path, outside the save (#43)."
+    for name in (str(tmp_path / 'outside'), 'a/b'):
+        m = nn.Module(); m.add_module(name, BertEncoder(CFG))
+        with pytest.raises(ValueError, match=re.escape(f"part {name!r} is not a plain name")):
+            save_parts(m, tmp_path / 'save')
+        assert sorted(os.listdir(tmp_path)) == []

@@ -77,6 +77,11 @@ def test_out_of_range_settings(args, says, corpus, tmp_path):
     refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, *args), says)
     assert not (tmp_path / 'o').exists()
 
+def test_a_budget_too_short_to_train_is_one_line(corpus, tmp_path):
+    "--minutes 1e-6 trained a step at a learning rate of -1,048 x --lr and saved it, exit 0 (#43)."
+    refused(cli('--corpus', corpus, '--minutes', '1e-6', '--out', tmp_path / 'o', *TINY), 'is too short to train')
+    assert not (tmp_path / 'o').exists()
+
 def test_compile_under_torchrun_is_refused(corpus, tmp_path, monkeypatch):
     "A compiled step under DDP was never tried: refused before anything is written, and off by default."
     monkeypatch.setenv('WORLD_SIZE', '2')
@@ -135,6 +140,17 @@ def test_resume_a_copy_in_the_copy(stopped, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (copy / 'metrics.json').is_file() and json.loads((copy / 'metrics.json').read_text())['steps'] == 12
     assert not (stopped / 'metrics.json').exists() and not (stopped / 'model').exists()  # the original: untouched
+
+def test_links_planted_in_a_run_are_replaced_not_written_through(stopped, tmp_path):
+    "--resume wrote loss.png and the checkpoint through symlinks planted at o/loss.png, o/resume.pt.tmp (#43)."
+    run = tmp_path / 'run'; shutil.copytree(stopped, run)
+    victim = tmp_path / 'victim'; victim.write_bytes(b'not yours')
+    planted = ['loss.png', 'mask_rates.png', 'attention_reach.png', 'resume.pt.tmp', '.resume.pt.0a1b2c3d.tmp']
+    for name in planted: (run / name).symlink_to(victim)
+    assert main(['--resume', str(run), '--quiet']) == 0
+    assert victim.read_bytes() == b'not yours'
+    for name in planted[:3]: assert not (run / name).is_symlink() and (run / name).read_bytes()[:4] == b'\x89PNG'
+    assert not (run / planted[4]).exists()  # a temporary of ours, left by a kill: tidied (the link, not its target)
 
 def test_a_run_is_resumable_from_its_start(corpus, tmp_path):
     "Interrupted at any point after training starts, a run leaves a checkpoint that --resume continues."
