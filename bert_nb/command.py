@@ -754,14 +754,42 @@ def _fresh_out() -> str:
         except FileExistsError: continue
         return out
 
+# %% ../nbs/12_command.ipynb #ad06161b
+_PATHS = {'corpus', 'data', 'vocab', 'init', 'out'}  # a node's own copies, where it keeps them: agreed by digest
+
+def _agree(ns, a: RunArgs | None, why: Exception | None = None):
+    "Under torchrun, before any work: one process refused, or given other settings, stops every process."
+    rank, world = _world(ns.timeout if ns else 300)  # (a command line that did not parse: --timeout's default)
+    run = a and {k: v for k, v in asdict(a).items() if k not in _PATHS} | dict(stop_at=ns.stop_at,
+                                                                             resume=bool(ns.resume))
+    every = _gather(dict(rank=rank, host=socket.gethostname(), why=why and str(why), run=run), world)
+    if bad := next((e for e in every if e['why']), None):
+        raise UsageError(f"rank {bad['rank']} on {bad['host']}: {bad['why']}")
+    first = every[0]
+    for e in every[1:]:
+        if k := next((k for k in first['run'] if e['run'][k] != first['run'][k]), None):
+            flag = f"--{k.replace('_', '-')}"
+            raise UsageError(f"rank {e['rank']} on {e['host']} was given {flag} {e['run'][k]!r} and rank 0 on "
+                             f"{first['host']} {flag} {first['run'][k]!r}: give every process the same settings")
+
+def _leave_group():
+    "Leave the process group, if this process joined one (collected first, as `_leave` says why)."
+    if torch.distributed.is_initialized(): gc.collect(); torch.distributed.destroy_process_group()
+
 # %% ../nbs/12_command.ipynb #10b2f3e9
 def _train_cmd(ns) -> int:
-    a, vocab = _resume_args(ns) if ns.resume else _new_args(ns)
-    try: BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                    d_ff=a.d_ff, dropout=a.dropout)
-    except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
-    _check_size(a, vocab)
-    created = a.out is None or not Path(a.out).exists()
+    rank, world = _world(ns.timeout)  # under torchrun every process joins before its checks: see _agree
+    try:
+        a, vocab = _resume_args(ns) if ns.resume else _new_args(ns)
+        try: BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                        d_ff=a.d_ff, dropout=a.dropout)
+        except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
+        _check_size(a, vocab)
+    except (UsageError, ValueError, TypeError, OSError) as e:
+        if world > 1: _agree(ns, None, e)
+        raise
+    if world > 1: _agree(ns, a)
+    created = rank == 0 and (a.out is None or not Path(a.out).exists())  # rank 0's to make, and to remove
     if a.out is None: a.out = _fresh_out()
     try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet, timeout=ns.timeout)
     except KeyboardInterrupt:
@@ -858,15 +886,22 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():  # a warning is one line, without the source line that raised it
         warnings.showwarning = lambda m, *_, **__: print(f"bert-nb: warning: {m}", file=sys.stderr)
         try:
-            ns = _parser().parse_args(argv)
+            try: ns = _parser().parse_args(argv)
+            except UsageError as e:  # under torchrun: every process is told, not left waiting for this one
+                if argv[0] == 'train' and int(os.environ.get('WORLD_SIZE', '1')) > 1: _agree(None, None, e)
+                raise
             ns.given = {t.split('=')[0] for t in argv if t.startswith('--')}
             return commands[ns.cmd](ns)
         except BrokenPipeError:  # the reader left (`| head`): say nothing more, to anyone
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
-        except (UsageError, ValueError, TypeError, OSError) as e:  # OSError: a full disk, say
+        except (UsageError, ValueError, TypeError, OSError, RuntimeError) as e:  # OSError: a full disk, say
+            if isinstance(e, RuntimeError):  # under torchrun (gloo's errors): a peer died, or hung past --timeout
+                if not torch.distributed.is_initialized(): raise  # elsewhere: a bug, shown whole
+                e = f"a peer process stopped answering: {(str(e).splitlines() or [type(e).__name__])[0]:.300}"
             for bar in list(getattr(tqdm, '_instances', ())): bar.close()  # the error on a line of its own
             print(f"bert-nb: error: {e}", file=sys.stderr)
+            _leave_group()
             return 2
 
 # %% ../nbs/12_command.ipynb #19e75c99

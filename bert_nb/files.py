@@ -24,6 +24,10 @@ def _umask() -> int:
     mask = os.umask(0); os.umask(mask)  # the only way to read it: set it and put it back
     return mask
 
+def _stem(path: Path) -> str:
+    "The name a temporary sibling of `path` starts from: its own, or a digest of a name too long to extend."
+    return path.name if len(path.name) <= 200 else hashlib.sha256(path.name.encode()).hexdigest()[:32]
+
 def _create(path: Path, mode: str = 'wb'):
     """A new file at `path`, open for writing: never an existing file, never through a link planted there
     (O_EXCL, O_NOFOLLOW), of the mode `open` gives (0666 less the umask). The package's one way to write."""
@@ -145,9 +149,6 @@ def _alive(pid: int) -> bool:
     except PermissionError: pass
     return True
 
-def _stem(path: Path) -> str:
-    "The name a temporary sibling of `path` starts from: its own, or a digest of a name too long to extend."
-    return path.name if len(path.name) <= 200 else hashlib.sha256(path.name.encode()).hexdigest()[:32]
 
 def _saves(dir: Path) -> list[tuple[Path, str, bool]]:
     "(path, tmp|new|old, its process alive) for each directory a save of `dir` left or is writing beside it."

@@ -339,6 +339,72 @@ def test_a_frozen_rank_brings_the_run_down(corpus, tmp_path):
             try: os.kill(q, signal.SIGKILL)
             except ProcessLookupError: pass
 
+@pytest.fixture(scope='module')
+def prepared(corpus, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp('nodes') / 'data'
+    assert main(['prepare', '--corpus', str(corpus), '--out', str(d), '--vocab-size', '300']) == 0
+    return d
+
+def two_nodes(cwd: Path, *args: list, timeout: float = 20) -> list[subprocess.CompletedProcess]:
+    "Two torchrun launchers on 127.0.0.1 (--nnodes 2, a process each), node i with the command line args[i]."
+    port, script = free_port(), Path(__file__).parents[1] / 'bert_nb' / 'command.py'
+    procs = [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
+                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port),
+                               str(script), 'train', *TINY[2:], '--timeout', str(timeout), *map(str, a)],
+                              cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1')) for i, a in enumerate(args)]
+    try: return [subprocess.CompletedProcess(p.args, p.wait(timeout=timeout + 60), *p.communicate()) for p in procs]
+    finally:
+        for p in procs: p.kill()
+
+@pytest.mark.parametrize('node1,says', [
+    (['--steps', 4], 'rank 1 on {host} was given --steps 4 and rank 0 on {host} --steps 6'),  # both hung (#43)
+    (['--steps', 6, '--seed', 3], 'was given --seed 3 and rank 0 on {host} --seed 0'),       # two streams, mixed
+    (['--steps', 6, '--d-model', 64], 'was given --d-model 64'),                              # worker tracebacks
+    (['--steps', 6, '--stop-at', 2], 'was given --stop-at 2'),
+    (['--steps', 6, '--data', 'missing'], 'rank 1 on {host}: --data missing is not prepared data'),  # node 0 waited
+    (['--steps', 6, '--data', 'bad'], 'bad/meta.json is not valid JSON'),
+    (['--steps', '-1'], 'rank 1 on {host}: argument --steps: must be >= 1, got -1')])
+def test_nodes_agree_on_their_arguments_or_all_stop(prepared, tmp_path, node1, says):
+    """Each node's command line is its own: one refused, or given other settings, stops every node at once with
+    the same line (the worker's exit status 2, within --timeout), where one node waited for the other until killed."""
+    (tmp_path / 'bad').mkdir(); (tmp_path / 'bad' / 'meta.json').write_text('{not json')
+    shutil.copytree(prepared, tmp_path / 'data')
+    t = time.time()
+    nodes = two_nodes(tmp_path, ['--data', 'data', '--steps', 6, '--out', 'o'],
+                      ['--data', 'data', *node1, '--out', 'o'] if '--data' not in node1 else [*node1, '--out', 'o'])
+    assert time.time() - t < 20
+    for r in nodes:
+        ours = [l for l in r.stderr.splitlines() if l.startswith('bert-nb: ')]
+        assert r.returncode != 0 and len(ours) == 1 and says.format(host=socket.gethostname()) in ours[0], r.stderr[-3000:]
+        assert 'exitcode  : 2' in r.stderr and '[rank' not in r.stderr  # no worker's traceback
+    assert not (tmp_path / 'o').exists()
+
+def test_a_node_that_dies_stops_the_other_with_one_line(prepared, tmp_path):
+    "A worker killed mid-run: the other node's worker stops at once (a reset connection) or within --timeout."
+    mark = uuid.uuid4().hex
+    port, script = free_port(), Path(__file__).parents[1] / 'bert_nb' / 'command.py'
+    procs = [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
+                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port), str(script),
+                               'train', *TINY[2:], '--timeout', '10', '--data', str(prepared), '--steps', '100000', '--out',
+                               str(tmp_path / 'o')], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1', BERT_NB_TEST_MARK=mark)) for i in range(2)]
+    try:
+        t0 = time.time()
+        while not (tmp_path / 'o' / 'resume.pt').exists() and time.time() - t0 < 120: time.sleep(0.1)
+        worker = next(int(p.name) for p in Path('/proc').glob('[0-9]*') if _has(p, f'BERT_NB_TEST_MARK={mark}', 'RANK=1'))
+        os.kill(worker, signal.SIGKILL); t1 = time.time()
+        err = procs[0].communicate(timeout=60)[1]
+        ours = [l for l in err.splitlines() if l.startswith('bert-nb: ')]
+        assert time.time() - t1 < 15 and len(ours) == 1 and 'a peer process stopped answering' in ours[0], err[-3000:]
+    finally:
+        for p in procs: p.kill()
+
+def _has(proc: Path, *env: str) -> bool:
+    try: e = (proc / 'environ').read_bytes().split(b'\0')
+    except OSError: return False
+    return all(v.encode() in e for v in env)
+
 def test_a_swap_cut_between_its_two_renames_is_finished(tmp_path):
     "Without RENAME_EXCHANGE a save renames twice; killed between, the complete new model is renamed into place."
     m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(3))
