@@ -65,6 +65,15 @@ def _check_shares(shares) -> tuple[float, float, float]:
                          f"got {shares!r}")
     return s
 
+def _check_real(name: str, x, lo: float = -math.inf, hi: float = math.inf, open_lo: bool = False) -> float:
+    "x a finite real number (not a bool) in [lo, hi] ((lo, hi] if open_lo): the later chapters' rates."
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
+    if not (math.isfinite(x) and (lo < x if open_lo else lo <= x) and x <= hi):
+        raise ValueError(f"{name} must be a finite number in {'(' if open_lo else '['}{lo}, {hi}"
+                         f"{']' if hi < math.inf else ')'}, got {x!r}")
+    return float(x)
+
 # %% ../nbs/15_checks.ipynb #ce1ef548
 def _check_config(c):
     "Sizes are ints >= 1 (a NumPy int becomes an int: JSON saves it), heads divide d_model, rates in range."
@@ -131,6 +140,7 @@ def _check_embed(c, ids: torch.Tensor | None, token_type_ids: torch.Tensor | Non
                 or ids.dtype.is_complex or ids.dtype == torch.bool):
             raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
                              f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
+        if ids.is_meta: raise ValueError("ids is a meta tensor: it holds no values")
         _check_range('ids', ids, 0, c.vocab)
         if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
         ref = ids
@@ -150,6 +160,9 @@ def _check_call(enc, ids, attn_mask, input_ids, attention_mask, output_pooled: b
     if attn_mask is not None and (not isinstance(attn_mask, torch.Tensor) or attn_mask.dim() != 2):
         raise ValueError(f"attn_mask must be a (B, T) tensor, got {type(attn_mask).__name__} "  # its shape
                          f"of shape {tuple(getattr(attn_mask, 'shape', ()))}")  # and dtype: run_layers checks
+    if attn_mask is not None:
+        if attn_mask.is_meta: raise ValueError("attn_mask is a meta tensor: it holds no values")
+        if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
     return ids, attn_mask
 
 def _check_labels(labels, ref: torch.Tensor, vocab: int) -> torch.Tensor:

@@ -14,6 +14,7 @@ from . import (BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTokenizer, i
                      special_ids)
 from .bert import hf_encoder_names
 from .pretrain import Batches, lr_factor, make_optimizer
+from .checks import _check_ids, _check_int, _check_p, _check_real, _need
 
 # %% auto #0
 __all__ = ['SHARES', 'LAMBDA', 'SHARED', 'RTDHead', 'Electra', 'sample', 'ElectraOutput', 'electra_loss', 'rtd_stats',
@@ -39,19 +40,55 @@ class Electra(nn.Module):
     def __init__(self, config: BertConfig, gen_layers: int = 1, gen_ff: int | None = None,
                  rng: PCG32 | None = None):
         super().__init__()
-        if not isinstance(config, BertConfig):
-            raise TypeError(f"config must be a BertConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = _need('config', config, BertConfig)
+        gen_layers = _check_int('gen_layers', gen_layers, 1)
+        if gen_ff is not None: gen_ff = _check_int('gen_ff', gen_ff, 1)
         self.gen = BertForMLM(replace(config, n_layers=gen_layers, d_ff=gen_ff or config.d_ff // 2), rng)
         self.disc = BertEncoder(config, rng)
         for t in SHARED: setattr(self.disc, t, getattr(self.gen.encoder, t))  # one table, trained by both
         self.rtd = RTDHead(config.d_model)
         init_weights(self.rtd, rng)
 
+# %% ../nbs/04_electra.ipynb #98cff3e0
+def _check_logits(logits):
+    "sample's logits: (n, V) floats, none NaN or +inf, no row all -inf (a softmax of nothing)."
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.dtype.is_floating_point:
+        raise ValueError(f"logits must be a float (n, V) tensor, got {type(logits).__name__} "
+                         f"{getattr(logits, 'dtype', '')} of shape {tuple(getattr(logits, 'shape', ()))}")
+    bad = (logits.isnan() | (logits == torch.inf)).any(1) | (logits == -torch.inf).all(1)
+    if bad.any(): raise ValueError(f"logits row {int(bad.nonzero()[0])} has no distribution (NaN, +inf or all -inf)")
+
+def _check_step(model, inputs, labels, attn_mask, rng, lam) -> float:
+    "electra_loss's: (B, T) integer tensors alike, a real token in every row, labels at real tokens only."
+    _need('model', model, Electra); _need('rng', rng, PCG32)
+    for name, x in (('inputs', inputs), ('labels', labels), ('attn_mask', attn_mask)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype.is_floating_point or x.dtype.is_complex:
+            raise ValueError(f"{name} must be a 2-D integer or bool tensor, got {type(x).__name__} "
+                             f"{getattr(x, 'dtype', '')} of shape {tuple(getattr(x, 'shape', ()))}")
+        if x.shape != inputs.shape:
+            raise ValueError(f"{name} must have the shape of inputs {tuple(inputs.shape)}, got {tuple(x.shape)}")
+    real = attn_mask.bool()
+    if (empty := ~real.any(1)).any(): raise ValueError(f"attn_mask row {int(empty.nonzero()[0])} has no real token")
+    if ((labels != -100) & ~real).any(): raise ValueError("labels has a label at a padded position (attn_mask 0)")
+    return _check_real('lam', lam, 0)
+
+def _check_run(model, rows, steps, tok, rng, order, batch_size, p, lr, warmup, lam) -> tuple:
+    "train_electra's: rows of the model's ids, the model's tokenizer, counts and rates in range."
+    _need('model', model, Electra); _need('tok', tok, WordPieceTokenizer); _need('rng', rng, PCG32)
+    _need('order', order, PCG32)
+    if len(tok) != model.config.vocab:
+        raise ValueError(f"tok has {len(tok):,} tokens, the model's vocab is {model.config.vocab:,}")
+    rows = _check_ids(rows, model.config.vocab)
+    if rows.ndim != 2 or not 1 <= rows.shape[1] <= model.config.max_len or len(rows) == 0:
+        raise ValueError(f"rows must be (N >= 1, T <= max_len={model.config.max_len}) ids, got {rows.shape}")
+    return (rows, _check_int('steps', steps, 1), _check_int('batch_size', batch_size, 1), _check_p(p),
+            _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1), _check_real('lam', lam, 0))
+
 # %% ../nbs/04_electra.ipynb #856766ec
 def sample(logits: torch.Tensor, rng: PCG32) -> torch.Tensor:
     """One token per row of `logits` (n, V) from its softmax: `sample_categorical(softmax(row), u)` on n
     `rng.uniform()` draws in row order, for all rows at once (float64, summed left to right)."""
+    _check_logits(logits); _need('rng', rng, PCG32)
     p = torch.softmax(logits.detach().double(), -1).numpy()
     cdf, u = np.cumsum(p, axis=1), rng.uniforms(len(p))
     return torch.from_numpy(np.minimum((cdf <= u[:, None]).sum(1), p.shape[1] - 1))  # the first cdf above u
@@ -70,6 +107,7 @@ def electra_loss(model: Electra, inputs: torch.Tensor, labels: torch.Tensor, att
                  rng: PCG32, token_type_ids: torch.Tensor | None = None, lam: float = LAMBDA
                  ) -> ElectraOutput:
     "The generator fills the picked positions by sampling; the discriminator marks every real token."
+    lam = _check_step(model, inputs, labels, attn_mask, rng, lam)
     gen_logits, target = model.gen.labelled_logits(inputs, token_type_ids, attn_mask, labels)
     picked = labels != -100
     fake = torch.where(picked, labels, inputs)  # the original text
@@ -102,6 +140,8 @@ def train_electra(model: Electra, rows: np.ndarray, steps: int, tok: WordPieceTo
                   warmup: float = 0.05, lam: float = LAMBDA) -> dict[str, list[float]]:
     """Pretrain the pair on packed `rows`, B at a time in the shuffled epochs `order` draws; every mask and
     every sample from `rng`, so a run replays. Returns each step's `rtd_stats`."""
+    rows, steps, batch_size, p, lr, warmup, lam = _check_run(model, rows, steps, tok, rng, order, batch_size, p,
+                                                             lr, warmup, lam)
     opt, special = make_optimizer(model, lr), np.array(special_ids(tok))
     warm = max(1, round(warmup * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, warm))
@@ -123,8 +163,14 @@ def train_electra(model: Electra, rows: np.ndarray, steps: int, tok: WordPieceTo
 def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.ndarray]:
     """ELECTRA's training in two panels: the discriminator's accuracy on replaced and on original tokens; the
     generator's accuracy and the share of picked positions it replaced. `curves`: means over `every` steps."""
+    every, keys = _check_int('every', every, 1), ('disc_replaced', 'disc_original', 'gen_acc', 'replaced')
+    if not isinstance(curves, dict) or not set(keys) <= curves.keys():
+        raise ValueError(f"curves must be a dict with {list(keys)} (train_electra's), got "
+                         f"{sorted(curves) if isinstance(curves, dict) else type(curves).__name__}")
+    drawn = {k: np.asarray(curves[k], float) for k in keys}
+    if len({v.shape for v in drawn.values()}) != 1 or drawn['gen_acc'].ndim != 1:
+        raise ValueError(f"curves must hold four 1-D curves of one length, got {[v.shape for v in drawn.values()]}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
-    drawn = {k: np.asarray(curves[k]) for k in ('disc_replaced', 'disc_original', 'gen_acc', 'replaced')}
     steps = every * (np.arange(len(drawn['gen_acc'])) + 1)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.2))
     ax0.plot(steps, drawn['disc_replaced'], label='on replaced tokens')
@@ -140,7 +186,7 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
 # %% ../nbs/04_electra.ipynb #39e9c37a
 def hf_electra(model: Electra) -> tuple[dict, dict[str, torch.Tensor]]:
     "The discriminator with its head as transformers' ElectraForPreTraining: (config as a dict, state dict)."
-    c, disc = model.config, model.disc.state_dict()
+    c, disc = _need('model', model, Electra).config, model.disc.state_dict()
     sd = {f'electra.{hf}': disc[o] for hf, o in hf_encoder_names(c.n_layers).items()}
     sd |= {f'discriminator_predictions.{k}': v for k, v in model.rtd.state_dict().items()}
     config = c.to_hf() | dict(model_type='electra', embedding_size=c.d_model,

@@ -11,12 +11,13 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import load_file
+
 from . import (BertEncoder, MLMCollator, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert,
                      save_bert)
 from .bert import POOLER_NAMES, hf_encoder_names
-from .files import _write_safetensors, _write_text, write_dir
+from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
 from .pretrain import lr_factor, make_optimizer, shuffle
+from .checks import _check_int, _check_real, _need
 
 # %% auto #0
 __all__ = ['SECTION', 'LABELS', 'CLASSIFIER_NAMES', 'MODELS', 'Task', 'verse_task', 'Classifier', 'fine_tune', 'predict',
@@ -79,6 +80,8 @@ class Classifier(nn.Module):
             raise ValueError("bert has no pooler: load it with load_bert(dir, BertEncoder, pooler=True)")
         if isinstance(n_labels, bool) or not isinstance(n_labels, int) or n_labels < 2:
             raise ValueError(f"n_labels must be an int >= 2, got {n_labels!r}")
+        dropout = _check_real('dropout', dropout, 0, 1)
+        if rng is not None: _need('rng', rng, PCG32)
         self.bert, self.dropout = bert, nn.Dropout(dropout)
         self.classifier = nn.Linear(bert.config.d_model, n_labels)
         init_weights(self.classifier, rng)
@@ -98,9 +101,24 @@ def _check_pairs(name: str, pairs, n_labels: int):
         raise ValueError(f"{name} must be a non-empty list of (text, label) pairs, "
                          f"got {type(pairs).__name__}")
     bad = next((p for p in pairs if not (isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
-                and isinstance(p[1], int) and 0 <= p[1] < n_labels)), None)
+                and _label(p[1]) and 0 <= p[1] < n_labels)), None)
     if bad is not None:
-        raise ValueError(f"{name} holds {bad!r}: each must be (str, label in 0..{n_labels - 1})")
+        raise ValueError(f"{name} holds {bad!r:.80}: each must be (str, label in 0..{n_labels - 1})")
+
+def _label(y) -> bool: return isinstance(y, int) and not isinstance(y, bool)  # True is no label
+
+def _check_texts(texts) -> list[str]:
+    "A list of texts: a str is refused (its characters are not texts)."
+    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"texts must be a list of str, got {type(texts).__name__} {texts!r:.60}")
+    return list(texts)
+
+def _check_tuning(model, tok, max_len) -> int:
+    "A Classifier, its tokenizer (a token per row of its word table), and a row length it has positions for."
+    c = _need('model', model, Classifier).bert.config
+    if len(_need('tok', tok, WordPieceTokenizer)) != c.vocab:
+        raise ValueError(f"tok has {len(tok):,} tokens, the model's vocab is {c.vocab:,}")
+    return c.max_len if max_len is None else _check_int('max_len', max_len, 3, c.max_len + 1)
 
 # %% ../nbs/05_finetune.ipynb #31df2322
 def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str, int]], *, epochs: int = 3,
@@ -108,8 +126,12 @@ def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str,
               max_len: int | None = None, seed: int = 0) -> list[float]:
     """Fine-tune every weight of `model` on (text, label) pairs: AdamW, linear warmup and decay, epochs
     shuffled by PCG32(seed); dropout seeded from `seed` too. Returns each step's loss."""
+    max_len = _check_tuning(model, tok, max_len)
     _check_pairs('train', train, model.classifier.out_features)
-    coll = MLMCollator(tok, p=0.0, max_len=max_len or model.bert.config.max_len)  # p=0: padding only
+    epochs, batch_size = _check_int('epochs', epochs, 1), _check_int('batch_size', batch_size, 1)
+    lr, warmup = _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1)
+    weight_decay, seed = _check_real('weight_decay', weight_decay, 0), _check_int('seed', seed, 0, 2**64)
+    coll = MLMCollator(tok, p=0.0, max_len=max_len)  # p=0: padding only
     steps = epochs * -(-len(train) // batch_size)
     opt = make_optimizer(model, lr, weight_decay)
     warm = max(1, round(warmup * steps))
@@ -134,7 +156,10 @@ def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str,
 def predict(model: Classifier, tok: WordPieceTokenizer, texts: list[str], batch_size: int = 256,
             max_len: int | None = None) -> torch.Tensor:
     "The logits (N, n_labels) of `texts`, in eval mode (no dropout)."
-    coll, was = MLMCollator(tok, p=0.0, max_len=max_len or model.bert.config.max_len), model.training
+    max_len, texts, batch_size = _check_tuning(model, tok, max_len), _check_texts(texts), _check_int(
+        'batch_size', batch_size, 1)
+    if not texts: return torch.zeros(0, model.classifier.out_features)
+    coll, was = MLMCollator(tok, p=0.0, max_len=max_len), model.training
     model.eval()
     out = [model(b['input_ids'], b['attention_mask'], b['token_type_ids'])
            for b in (coll(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size))]
@@ -143,18 +168,27 @@ def predict(model: Classifier, tok: WordPieceTokenizer, texts: list[str], batch_
 
 def accuracy(logits: torch.Tensor, pairs: list[tuple[str, int]]) -> float:
     "The share of `pairs` whose label is the argmax of its row of `logits`."
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        raise ValueError(f"logits must be a (N, n_labels) tensor, got {type(logits).__name__} "
+                         f"of shape {tuple(getattr(logits, 'shape', ()))}")
+    _check_pairs('pairs', pairs, logits.shape[1])
+    if len(logits) != len(pairs): raise ValueError(f"logits has {len(logits)} rows for {len(pairs)} pairs")
     return (logits.argmax(1) == torch.tensor([y for _, y in pairs])).sum().item() / len(pairs)
 
 # %% ../nbs/05_finetune.ipynb #8821eb10
 def majority(task: Task) -> float:
     "The baseline that always says the commonest label of the training set: its test accuracy."
-    top = np.bincount([y for _, y in task.train], minlength=len(task.labels)).argmax()
+    top = np.bincount([y for _, y in _need('task', task, Task).train], minlength=len(task.labels)).argmax()
     return float(np.mean([y == top for _, y in task.test]))
 
 # %% ../nbs/05_finetune.ipynb #9959d580
 def bag_of_words(tok: WordPieceTokenizer, task: Task, decays=(1e-5, 1e-4, 1e-3)) -> tuple[float, float]:
     """Logistic regression on token counts (the tokenizer's pieces; `[CLS]`, once in every verse, is the
     intercept), fitted by L-BFGS; the L2 weight chosen on the dev set. Returns (test accuracy, the weight)."""
+    _need('tok', tok, WordPieceTokenizer); _need('task', task, Task)
+    if isinstance(decays, (str, bytes)) or not hasattr(decays, '__len__') or not len(decays):
+        raise ValueError(f"decays must be a non-empty list of weights, got {decays!r:.60}")
+    decays = [_check_real('decays[i]', w, 0) for w in decays]
     def bags(pairs):
         ids = [tok.encode(t)[:-1] for t, _ in pairs]  # [CLS] and the pieces, not [SEP]
         offsets = torch.tensor(np.cumsum([0] + [len(x) for x in ids[:-1]]))
@@ -205,14 +239,16 @@ class ClassifierForTrainer(nn.Module):
     "A Classifier as transformers' Trainer calls it: the collator's keys in, a dict with loss and logits out."
     def __init__(self, model: Classifier):
         super().__init__()
-        if not isinstance(model, Classifier):
-            raise TypeError(f"model must be a Classifier, got {type(model).__name__}")
-        self.model = model
+        self.model = _need('model', model, Classifier)
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 text: object = None) -> dict:
         "`text`: the dataset column the collator reads, named so that Trainer keeps it; never given."
-        logits = self.model(input_ids, attention_mask, token_type_ids)
+        logits, n = self.model(input_ids, attention_mask, token_type_ids), self.model.classifier.out_features
+        if labels is not None and (not isinstance(labels, torch.Tensor) or labels.shape != logits.shape[:1]
+                                   or labels.dtype.is_floating_point or labels.dtype == torch.bool
+                                   or ((labels < 0) | (labels >= n)).any()):
+            raise ValueError(f"labels must be {len(logits)} label ids in [0, {n}), got {labels!r:.80}")
         return {'logits': logits} | ({} if labels is None else {'loss': F.cross_entropy(logits, labels)})
 
 class LabelCollator:
@@ -220,6 +256,10 @@ class LabelCollator:
     def __init__(self, tok: WordPieceTokenizer, max_len: int):
         self.pad = MLMCollator(tok, p=0.0, max_len=max_len)
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        ok = lambda e: isinstance(e, dict) and isinstance(e.get('text'), str) and _label(e.get('labels'))
+        if not isinstance(examples, list) or not examples or not all(map(ok, examples)):
+            raise ValueError("examples must be a non-empty list of {'text': str, 'labels': int}, got "
+                             f"{next((e for e in examples if not ok(e)), examples)!r:.80}")
         b, y = _batch(self.pad, [(e['text'], e['labels']) for e in examples])
         return b | {'labels': y}
 
@@ -228,6 +268,10 @@ def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTok
                     labels: list[str]) -> Path:
     """Save as transformers saves a BertForSequenceClassification (weights, config with the labels,
     tokenizer), atomically (`write_dir`)."""
+    _need('model', model, Classifier)
+    if not isinstance(labels, (list, tuple)) or not all(isinstance(l, str) and l for l in labels) \
+            or len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be a list of distinct names (str), got {labels!r:.80}")
     if len(labels) != model.classifier.out_features:
         raise ValueError(f"labels has {len(labels)} names for {model.classifier.out_features} logits: "
                          f"{labels}")
@@ -251,11 +295,14 @@ def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # the classifier is dropped from the encoder's load, and read below
         bert = load_bert(dir, BertEncoder)
-    sd = load_file(dir / 'model.safetensors')
+    sd = _read_safetensors(dir / 'model.safetensors')
     if bert.pooler is None or bert.load_report.initialised or not CLASSIFIER_NAMES <= sd.keys():
         raise ValueError(f"{dir} holds no BERT sentence classifier (pooler and classifier.weight, .bias)")
-    config = json.loads((dir / 'config.json').read_text())
-    labels = [config['id2label'][str(i)] for i in range(len(sd['classifier.bias']))]
+    config, n = _read_json(dir / 'config.json'), len(sd['classifier.bias'])
+    names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' default names
+    if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
+        raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, got {names!r:.80}")
+    labels = [names[str(i)] for i in range(n)]
     model = Classifier(bert, len(labels), config.get('classifier_dropout') or config['hidden_dropout_prob'])
     model.classifier.load_state_dict({k.removeprefix('classifier.'): sd[k] for k in CLASSIFIER_NAMES})
     return model.eval(), labels
@@ -263,10 +310,18 @@ def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
 # %% ../nbs/05_finetune.ipynb #6c5cf373
 def confusion(y: list[int], predicted: list[int], n: int) -> np.ndarray:
     "Counts (n, n): row the true label, column the predicted one."
-    return np.bincount(np.asarray(y) * n + np.asarray(predicted), minlength=n * n).reshape(n, n)
+    n, (y, predicted) = _check_int('n', n, 1), (np.asarray(v) for v in (y, predicted))
+    for name, v in (('y', y), ('predicted', predicted)):
+        if v.ndim != 1 or (v.size and (v.dtype.kind not in 'iu' or v.min() < 0 or v.max() >= n)):
+            raise ValueError(f"{name} must be a list of labels in [0, {n}), got {v!r:.80}")
+    if len(y) != len(predicted): raise ValueError(f"y has {len(y)} labels, predicted {len(predicted)}")
+    return np.bincount(y.astype(np.int64) * n + predicted, minlength=n * n).reshape(n, n)
 
 def plot_confusion(cm: np.ndarray, labels: list[str]) -> np.ndarray:
     "The confusion matrix as each true label's shares (rows sum to 1), numbers in the cells; returns them."
+    cm = np.asarray(cm)
+    if cm.shape != (len(labels), len(labels)) or cm.dtype.kind not in 'iu' or (cm < 0).any():
+        raise ValueError(f"cm must be {len(labels)} x {len(labels)} counts (confusion's), got {cm.shape} {cm.dtype}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     shares = cm / cm.sum(1, keepdims=True)
     fig, ax = plt.subplots(figsize=(5.2, 4.4))
@@ -282,6 +337,9 @@ def plot_confusion(cm: np.ndarray, labels: list[str]) -> np.ndarray:
 def plot_books(books: list[str], right: list[bool]) -> dict[str, float]:
     """Accuracy on the test verses of each book, in the canon's order, coloured by section: where the hard
     verses are. Returns each book's accuracy as drawn."""
+    if len(books) != len(right): raise ValueError(f"books has {len(books)} verses, right {len(right)}")
+    if odd := next((b for b in books if b not in SECTION), None):  # it was dropped without a word
+        raise ValueError(f"books holds {odd!r}, not a book of the canon (SECTION)")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     order = list(SECTION)
     acc = {b: float(np.mean([r for b2, r in zip(books, right) if b2 == b])) for b in order if b in books}
