@@ -8,7 +8,7 @@ from pcg_ref import RefPCG
 from tol import encoder_tol
 from bert_nb import BertConfig, PCG32, WordPieceTokenizer, KJV, kjv_verses, load_parts, mlm_mask, save_parts
 from bert_nb.pretrain import pack_rows
-from bert_nb.electra import Electra, SHARES, electra_loss, hf_electra, sample, train_electra
+from bert_nb.electra import Electra, SHARES, electra_loss, hf_electra, plot_rtd, sample, train_electra
 
 SMALL = BertConfig(40, max_len=16, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0)
 
@@ -125,3 +125,54 @@ def test_transformers_reads_the_discriminator(tmp_path):
     torch.testing.assert_close(theirs[attn], ours[attn], rtol=0, atol=tol(ours[attn]))
     torch.testing.assert_close(theirs_h[attn], h[attn], rtol=0, atol=tol(h[attn]))
     assert config['architectures'] == ['ElectraForPreTraining'] and config['embedding_size'] == SMALL.d_model
+
+# ------------------------------------------------------------------------------------------------ bad input (#43)
+
+def test_sample_refuses_a_row_with_no_distribution():
+    logits = torch.zeros(3, 5); logits[1, 2] = float('nan')
+    rng = PCG32(0); state = (rng.state, rng.inc)
+    with pytest.raises(ValueError, match='logits row 1 has no distribution'): sample(logits, rng)  # answered a token
+    with pytest.raises(ValueError, match='logits row 0'): sample(torch.full((1, 5), -float('inf')), rng)
+    with pytest.raises(ValueError, match=r'logits must be a float \(n, V\) tensor'): sample(torch.zeros(5), rng)
+    assert (rng.state, rng.inc) == state  # no draw was taken
+
+@pytest.mark.parametrize('change, match', [
+    (dict(lam=float('nan')), 'lam must be a finite number'), (dict(lam=-1.0), r'lam must be a finite number in \[0'),
+    (dict(attn=torch.zeros(3, 8, dtype=torch.bool)), 'attn_mask row 0 has no real token'),   # the loss was NaN
+    (dict(label_at_pad=True), 'labels has a label at a padded position'),
+    (dict(attn=torch.ones(3, 7, dtype=torch.bool)), r'attn_mask must have the shape of inputs \(3, 8\)'),
+    (dict(rng=np.random.default_rng(0)), 'rng must be a PCG32')])
+def test_electra_loss_refuses_what_has_no_loss(change, match):
+    m = Electra(SMALL, rng=PCG32(0))
+    ids, inputs, labels, attn = batch(0)
+    if change.get('label_at_pad'): labels = labels.clone(); labels[1, 6] = 9  # row 1 is padded from position 5
+    rng = change.get('rng', PCG32(1))
+    with pytest.raises((ValueError, TypeError), match=match):
+        electra_loss(m, inputs, labels, change.get('attn', attn), rng, lam=change.get('lam', 50.0))
+
+@pytest.fixture(scope='module')
+def kjv_rows():
+    tok = WordPieceTokenizer.from_vocab(KJV)
+    return tok, pack_rows(tok, [v.text for v in kjv_verses()[:50]], 16)[0]
+
+@pytest.mark.parametrize('kw, match', [
+    (dict(rows=np.zeros((0, 16), np.int64)), r'rows must be \(N >= 1'),                  # never returned
+    (dict(batch_size=0), r'batch_size must be in \[1'), (dict(steps=-1), r'steps must be in \[1'),
+    (dict(small_tok=True), "tok has 6 tokens, the model's vocab is"), (dict(lr=float('inf')), 'lr must be a finite'),
+    (dict(p=1.5), r'p must be in \[0, 1\]'), (dict(lam=-2.0), 'lam must be a finite'),
+    (dict(rows=np.full((4, 16), 10**6)), 'ids must be in'), (dict(order=None), 'order must be a PCG32')])
+def test_train_electra_refuses_bad_runs_before_a_step(kjv_rows, kw, match):
+    tok, rows = kjv_rows
+    m = Electra(replace(SMALL, vocab=len(tok)), rng=PCG32(0)); before = [p.detach().clone() for p in m.parameters()]
+    rng = PCG32(2); state = (rng.state, rng.inc)
+    if kw.pop('small_tok', False): tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a'])
+    args = dict(rows=rows, steps=2, tok=tok, rng=rng, order=PCG32(3)) | kw
+    with pytest.raises((ValueError, TypeError), match=match):
+        train_electra(m, args.pop('rows'), args.pop('steps'), args.pop('tok'), args.pop('rng'), args.pop('order'), **args)
+    assert (rng.state, rng.inc) == state and all(torch.equal(a, b.detach()) for a, b in zip(before, m.parameters()))
+
+def test_the_pair_and_its_plot_check_their_arguments():
+    with pytest.raises(ValueError, match=r'gen_layers must be in \[1'): Electra(SMALL, gen_layers=0)
+    with pytest.raises(TypeError, match='config must be a BertConfig'): Electra({'vocab': 40})
+    with pytest.raises(ValueError, match="curves must be a dict with"): plot_rtd({'gen_acc': [0.1]})
+    with pytest.raises(TypeError, match='model must be a Electra'): hf_electra(object())

@@ -1,14 +1,15 @@
 """Fine-tuning (#37): the tasks' labels against the canon written out here, the classifier against its equation in
 float64 and against transformers' BertForSequenceClassification, the bag of words at its optimum, bad input refused."""
-import warnings
+import json, warnings
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from tol import encoder_tol
 from bert_nb import KJV, BertConfig, BertEncoder, MLMCollator, PCG32, WordPieceTokenizer, kjv_verses, load_bert
-from bert_nb.finetune import (Classifier, ClassifierForTrainer, LabelCollator, SECTION, bag_of_words, fine_tune,
-                              load_classifier, majority, predict, save_classifier, verse_task)
+from bert_nb.finetune import (Classifier, ClassifierForTrainer, LabelCollator, SECTION, accuracy, bag_of_words, confusion,
+                              fine_tune, load_classifier, majority, plot_books, plot_confusion, predict, save_classifier,
+                              verse_task)
 
 # Verses in each section, summed from the canon's verse counts (the Old Testament 23,145, the New 7,957; the
 # Pentateuch 5,852; Joshua to Esther 7,018 and Acts 1,007; Job to the Song 4,785; Isaiah to Malachi 5,490 and
@@ -159,3 +160,69 @@ def test_the_trainer_glue(tok):
     want = -torch.log_softmax(logits.double(), 1)[torch.arange(10), b['labels']].mean()
     assert torch.equal(out['logits'], logits) and abs(out['loss'].item() - want.item()) < 1e-6
     with pytest.raises(TypeError, match='model must be a Classifier'): ClassifierForTrainer(clf.bert)
+
+# ------------------------------------------------------------------------------------------------ bad input (#43)
+
+def weights(m) -> list: return [p.detach().clone() for p in m.parameters()]
+
+@pytest.mark.parametrize('kw, error, match', [
+    (dict(epochs=-1), ValueError, r'epochs must be in \[1, inf\), got -1'),       # trained nothing, returned
+    (dict(batch_size=-4), ValueError, r'batch_size must be in \[1'),
+    (dict(lr=float('inf')), ValueError, r'lr must be a finite number in \(0'),     # every weight NaN
+    (dict(weight_decay=float('nan')), ValueError, 'weight_decay must be a finite number'),
+    (dict(warmup=2.0), ValueError, r'warmup must be a finite number in \[0, 1\]'),
+    (dict(max_len=10**6), ValueError, 'max_len must be in'), (dict(seed=-1), ValueError, 'seed must be in'),
+    (dict(lr='1e-3'), TypeError, "lr must be a number, got str '1e-3'")])
+def test_fine_tune_refuses_bad_settings_before_any_step(tok, kw, error, match):
+    clf = fresh(0); before = weights(clf)
+    with pytest.raises(error, match=match): fine_tune(clf, tok, [('In the beginning', 0)] * 4, **kw)
+    assert all(torch.equal(a, b) for a, b in zip(before, weights(clf)))
+
+def test_labels_are_ints_and_texts_are_lists(tok):
+    clf = fresh(0)
+    with pytest.raises(ValueError, match=r"holds \('a', True\)"): fine_tune(clf, tok, [('a', True)])  # was label 1
+    with pytest.raises(TypeError, match='texts must be a list of str, got str'): predict(clf, tok, 'a str')
+    assert predict(clf, tok, []).shape == (0, 2)                                  # was a traceback
+    small = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a'])
+    with pytest.raises(ValueError, match="tok has 6 tokens, the model's vocab is"): predict(clf, tok=small, texts=['a'])
+    with pytest.raises(ValueError, match='logits has 3 rows for 2 pairs'): accuracy(torch.zeros(3, 2), [('a', 0), ('b', 1)])
+    with pytest.raises(ValueError, match='label in 0..1'): accuracy(torch.zeros(1, 2), [('a', 2)])
+    with pytest.raises(TypeError, match='task must be a Task'): majority(('a', 'b'))
+    with pytest.raises(ValueError, match='decays must be a non-empty list'): bag_of_words(tok, verse_task(n_train=10, n_dev=5, n_test=5), ())
+    with pytest.raises(ValueError, match='dropout must be a finite number'): Classifier(fresh(0).bert, 2, dropout=1.5)
+
+def test_save_classifier_labels_are_names(tok, tmp_path):
+    clf = fresh(0)
+    for bad in ('ab', ['a', 'a'], ['a', 3]):                                    # 'ab': its characters, as labels
+        with pytest.raises(ValueError, match='labels must be a list of distinct names'): save_classifier(clf, tmp_path / 'x', tok, bad)
+    assert list(tmp_path.iterdir()) == []
+
+def test_load_classifier_reads_transformers_default_labels(tmp_path):
+    "A BertForSequenceClassification saved with its default labels: no id2label (KeyError), so LABEL_0, LABEL_1."
+    from transformers import BertConfig as HFConfig, BertForSequenceClassification
+    hf = BertForSequenceClassification(HFConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                                intermediate_size=16, max_position_embeddings=16)).eval()
+    hf.save_pretrained(tmp_path / 'm')
+    cfg = json.loads((tmp_path / 'm' / 'config.json').read_text()); cfg.pop('id2label', None); cfg.pop('label2id', None)
+    (tmp_path / 'm' / 'config.json').write_text(json.dumps(cfg))
+    clf, labels = load_classifier(tmp_path / 'm')
+    x = torch.tensor([[2, 7, 9, 3]])
+    assert labels == ['LABEL_0', 'LABEL_1']
+    torch.testing.assert_close(clf(x), hf(input_ids=x).logits, rtol=1e-5, atol=1e-6)  # float32, 1 layer of width 8
+
+def test_the_metrics_and_plots_refuse_what_they_cannot_count():
+    with pytest.raises(ValueError, match='y has 2 labels, predicted 3'): confusion([0, 1], [0, 1, 1], 2)
+    with pytest.raises(ValueError, match=r'predicted must be a list of labels in \[0, 2\)'): confusion([0, 1], [0, 2], 2)
+    with pytest.raises(ValueError, match=r'y must be a list of labels'): confusion([True, False], [0, 1], 2)
+    with pytest.raises(ValueError, match="books holds 'Hezekiah', not a book of the canon"):  # dropped silently
+        plot_books(['Genesis', 'Hezekiah'], [True, False])
+    with pytest.raises(ValueError, match='books has 2 verses, right 1'): plot_books(['Genesis', 'Exodus'], [True])
+    with pytest.raises(ValueError, match='cm must be 2 x 2 counts'): plot_confusion(np.ones((3, 3), int), ['a', 'b'])
+
+def test_the_trainer_glue_refuses_what_it_cannot_train_on(tok):
+    with pytest.raises(ValueError, match=r"examples must be a non-empty list of \{'text': str, 'labels': int\}"):
+        LabelCollator(tok, 32)([{'text': 'In the beginning'}])                   # no labels
+    m = ClassifierForTrainer(fresh(0))
+    b = LabelCollator(tok, 32)([{'text': 'In the beginning', 'labels': 1}])
+    with pytest.raises(ValueError, match=r'labels must be 1 label ids in \[0, 2\)'):
+        m(b['input_ids'], b['token_type_ids'], b['attention_mask'], torch.tensor([2]))  # past n_labels
