@@ -168,7 +168,8 @@ def _sha256(path: Path) -> str:
 
 def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype: np.dtype) -> dict:
     "One pass: each chunk of lines encoded at once, its tokens appended to train.bin or held.bin; held.txt."
-    n, sha = dict(train=0, held=0), dict(train=hashlib.sha256(), held=hashlib.sha256())
+    n, sha, words = dict(train=0, held=0), dict(train=hashlib.sha256(), held=hashlib.sha256()), dict(train=0, held=0)
+    unk = tok.token_to_id('[UNK]')  # between [CLS] and [SEP] the only special a text encodes to
     flags = iter(held.tolist())
     with (_create(dir / 'train.bin') as tr, _create(dir / 'held.bin') as he,
           _create(dir / 'held.txt', 'w') as text):
@@ -178,10 +179,10 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
                                    ('held', he, [l for l, x in zip(chunk, h) if x])):
                 if not part: continue
                 ids = itertools.chain.from_iterable(e.ids[1:-1] for e in tok.encode_batch(part))
-                b = np.fromiter(ids, dtype).tobytes()
-                f.write(b); sha[split].update(b); n[split] += len(b) // dtype.itemsize
+                a = np.fromiter(ids, dtype); b = a.tobytes()
+                f.write(b); sha[split].update(b); n[split] += len(a); words[split] += int((a != unk).sum())
             text.writelines(l + '\n' for l, x in zip(chunk, h) if x)
-    return dict(tokens=n, sha256={k: v.hexdigest() for k, v in sha.items()})
+    return dict(tokens=n, words=words, sha256={k: v.hexdigest() for k, v in sha.items()})
 
 # %% ../nbs/10_data.ipynb #7ec87a06
 def _vocab(files, held, vocab_size, vocab, say, encoding: str = 'UTF-8') -> WordPieceTokenizer:
@@ -205,6 +206,7 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
                  say=print, encoding: str = 'UTF-8') -> Path:
     "Tokenize a corpus (files, directories of them) once into the directory `out`; a line a stage to `say`."
     out = Path(out)
+    if not callable(say): raise TypeError(f"say must be a function of one line (print), got {say!r:.60}")
     if out.exists(): raise ValueError(f"{out} exists: prepare_data writes a new directory")
     if why := _unwritable(out): raise ValueError(why)  # before the corpus is read, not at its first write
     files, t = corpus_files(paths), time.time()
@@ -221,11 +223,14 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
         _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
         t, dtype = time.time(), _token_dtype(len(tok))
         made = _tokenize(tok, corpus_lines(files, encoding), held, tmp, dtype)
-        n_tok = made['tokens']
+        n_tok, words = made['tokens'], made.pop('words')
         say(f"tokenizing: {n_tok['train']:,} training and {n_tok['held']:,} held-out tokens, "
             f"{sum(n_tok.values()) / (time.time() - t):,.0f} tokens/s")
         for split, k in n_tok.items():
             if k == 0: raise ValueError(f"the corpus's {split} lines yield no tokens with this vocabulary")
+            if words[split] == 0:  # [UNK] alone: nothing a model could learn or be judged on
+                raise ValueError(f"the corpus's {split} lines yield only [UNK] with this vocabulary: "
+                                 "no word of them is in it")
         tok.save(tmp)
         meta = dict(format='bert-nb tokens 1', lines=n, held_lines=int(held.sum()), seed=seed,
                     dtype=dtype.str,
@@ -365,6 +370,10 @@ def kjv_verses() -> list[Verse]:
     "The bundled corpus (DEFAULT_CORPUS), a Verse for each of its 31,102 lines, in order."
     with gzip.open(DEFAULT_CORPUS, 'rt', encoding='utf-8') as f: lines = f.read().splitlines()
     books = _read_json(KJV_BOOKS)
+    count = lambda n: isinstance(n, int) and not isinstance(n, bool) and n >= 1
+    if not isinstance(books, list) or not all(isinstance(b, list) and len(b) == 2 and isinstance(b[0], str)
+                                              and isinstance(b[1], list) and all(map(count, b[1])) for b in books):
+        raise ValueError(f"{KJV_BOOKS} is not a list of [book, [verses of each chapter]]")
     refs = [(book, c, v, 'old' if i < OLD_TESTAMENT else 'new') for i, (book, chapters) in enumerate(books)
             for c, n in enumerate(chapters, 1) for v in range(1, n + 1)]
     if len(refs) != len(lines):

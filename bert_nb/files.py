@@ -116,22 +116,34 @@ def corpus_files(paths) -> list[Path]:
         else: raise FileNotFoundError(f"no corpus file or directory at {p}")
     return files
 
+_NOT_TEXT = {'idna', 'punycode', 'unicode-escape', 'raw-unicode-escape', 'undefined'}  # names, escapes: not prose
+_CONTROL = re.compile('[\x01-\x08\x0e-\x1f\x7f-\x9f]')  # control characters text does not hold (binary read as text)
+
+def _binary(p: Path, control: int, n: int):
+    raise ValueError(f"corpus file {p} is not text: {control:,} of its first {n:,} characters are control "
+                     "characters (binary, read in a one-byte encoding?)")
+
 def corpus_lines(files, encoding: str = 'UTF-8'):
     """The stripped, non-empty lines of `files`, in order, one at a time, decoded as `encoding`; what is not
     text is refused, by name."""
-    try: known = codecs.lookup(encoding)._is_text_encoding  # not rot13 and the like, which map str to str
-    except (LookupError, TypeError): known = False
-    if not known: raise ValueError(f"encoding must be a text encoding Python knows, got {encoding!r}")
+    try: codec = codecs.lookup(encoding) if encoding == encoding.strip() else None  # 'utf-8\n' is no name
+    except (LookupError, TypeError, AttributeError): codec = None
+    if codec is None or not codec._is_text_encoding or codec.name in _NOT_TEXT:  # rot13 maps str to str
+        raise ValueError(f"encoding must be a text encoding, named as Python names it, got {encoding!r}")
     for p in files:
         try:
             with _open_text(p, encoding) as f:
+                n = control = 0
                 for i, line in enumerate(f):
                     if '\x00' in line:
                         raise ValueError(f"corpus file {p} is not text: a NUL byte, line {i + 1}")
+                    n, control = n + len(line), control + len(_CONTROL.findall(line))
+                    if control > 0.01 * max(n, 65536): _binary(p, control, n)  # early, in a large file
                     if s := line.strip(): yield s
-        except UnicodeDecodeError as e:
-            raise ValueError(f"corpus file {p} is not {encoding} text ({e.reason}): binary, or another "
-                             "encoding (--encoding)") from None
+                if control > 0.01 * n: _binary(p, control, n)
+        except UnicodeError as e:  # UnicodeDecodeError; utf-16's 'stream does not start with BOM'
+            raise ValueError(f"corpus file {p} is not {encoding} text ({getattr(e, 'reason', e)}): binary, or "
+                             "another encoding (--encoding)") from None
         except (OSError, EOFError, lzma.LZMAError) as e:  # a damaged or cut-off archive
             raise ValueError(f"corpus file {p} cannot be read: {e}") from None
 

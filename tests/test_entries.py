@@ -5,8 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bert_nb.bert import BertConfig, BertForMLM, load_bert, save_bert
-from bert_nb.files import _read_json, _write_text
+from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, load_bert, save_bert
+from bert_nb.data import prepare_data
+from bert_nb.files import _read_json, _write_text, corpus_lines
 from bert_nb.pretrain import fill, load_model
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
@@ -401,7 +402,8 @@ def test_nothing_to_evaluate_and_a_vocabulary_of_specials(run, tmp_path):
     refused(cli('eval', run, '--corpus', c), 'nothing to evaluate')
     v = tmp_path / 'vocab.txt'; v.write_text('\n'.join(SPECIALS) + '\n')
     corpus = tmp_path / 'c.txt'; corpus.write_text('in the beginning\n' * 200)
-    refused(cli('--corpus', corpus, '--vocab', v, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), 'nothing to mask')
+    # every word [UNK]: refused as it is prepared (#43, PP14), no longer only at the first evaluation's masks
+    refused(cli('--corpus', corpus, '--vocab', v, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), 'yield only [UNK]')
     assert not (tmp_path / 'o').exists()
 
 @pytest.mark.parametrize('code', ['EBUSY', 'EXDEV'])
@@ -496,3 +498,51 @@ def _claim_after(out, go, seed, said):
     try: _claim(out, RunArgs(seed=seed, out=str(out)))
     except ValueError as e: said.put((seed, str(e))); return
     said.put((seed, None))
+
+
+# -------------------------------------------------------------------------------------------- the audit's smaller finds (#43)
+
+def test_encodings_are_names_python_gives_and_decode_errors_name_the_file(tmp_path):
+    (tmp_path / 'le.txt').write_bytes('in the beginning\n'.encode('utf-16-le') * 20)  # no BOM
+    with pytest.raises(ValueError, match=r'le.txt is not utf-16 text \(UTF-16 stream does not start with BOM\)'):
+        list(corpus_lines([tmp_path / 'le.txt'], 'utf-16'))  # a bare UnicodeError, naming no file
+    assert len(list(corpus_lines([tmp_path / 'le.txt'], 'utf-16-le'))) == 20
+    for enc in ('utf-8\n', ' utf-8', 'idna', 'punycode', 'rot13', 'klingon', None):
+        with pytest.raises(ValueError, match='encoding must be a text encoding, named as Python names it'):
+            list(corpus_lines([tmp_path / 'le.txt'], enc))
+
+def test_binary_read_in_a_one_byte_encoding_is_refused(tmp_path):
+    "latin-1 decodes any bytes: binary without a NUL byte was trained on (#43). Text with a tab or a form feed is text."
+    (tmp_path / 'b.bin').write_bytes(bytes(range(1, 256)) * 400)
+    with pytest.raises(ValueError, match=r'b.bin is not text: [\d,]+ of its first [\d,]+ characters are control'):
+        list(corpus_lines([tmp_path / 'b.bin'], 'latin-1'))
+    (tmp_path / 't.txt').write_text('caf\xe9\tcr\xe8me\x0c\n' * 100, encoding='latin-1')
+    assert len(list(corpus_lines([tmp_path / 't.txt'], 'latin-1'))) == 100
+
+def test_a_vocabulary_token_must_be_a_piece_of_a_word():
+    for bad in ('a\x00b', 'a b', '\t', ''):
+        with pytest.raises(ValueError, match='is empty or holds whitespace or a control character'):
+            WordPieceTokenizer.from_tokens([*SPECIALS, 'x', bad])
+
+def test_prepare_data_needs_a_callback_and_a_word(tmp_path):
+    (tmp_path / 'c.txt').write_text('zzz qqq\n' * 50)
+    with pytest.raises(TypeError, match='say must be a function of one line'):  # PP15: a traceback at its first call
+        prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', say=None)
+    WordPieceTokenizer.from_tokens([*SPECIALS, 'a', '##b']).save(tmp_path)
+    with pytest.raises(ValueError, match="train lines yield only \\[UNK\\]"):  # PP14: prepared without a word
+        prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', vocab=tmp_path / 'vocab.txt', say=lambda s: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['c.txt', 'vocab.txt']
+
+def test_kjv_books_with_a_chapter_that_is_not_a_count(tmp_path, monkeypatch):
+    "KV08: a chapter's verse count that is not an int ended in a TypeError from string concatenation."
+    import bert_nb.data as data
+    books = json.loads(Path(data.KJV_BOOKS).read_text()); books[0][1][0] = '31'
+    (tmp_path / 'books.json').write_text(json.dumps(books))
+    monkeypatch.setattr(data, 'KJV_BOOKS', tmp_path / 'books.json')
+    with pytest.raises(ValueError, match=r'is not a list of \[book, \[verses of each chapter\]\]'): data.kjv_verses()
+
+def test_the_encoder_refuses_a_mask_of_twos_and_meta_ids():
+    enc = BertEncoder(BertConfig(60, max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32), rng=PCG32(0))
+    ids = torch.randint(5, 60, (2, 8))
+    with pytest.raises(ValueError, match=r'attn_mask must be in \[0, 2\), got 2'): enc(ids, None, torch.full_like(ids, 2))
+    with pytest.raises(ValueError, match='ids is a meta tensor'): enc(ids.to('meta'))

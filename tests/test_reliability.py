@@ -48,7 +48,7 @@ def test_bad_corpus_files(tmp_path):
     (tmp_path / 'cut.txt').write_bytes(bz2.compress(b'a verse of text\n' * 500)[:60])  # bz2, by its bytes
     (tmp_path / 'z.txt').write_bytes(b'\x28\xb5\x2f\xfd' + bytes(60))
     (tmp_path / 'nul.txt').write_bytes(b'a verse\n\x00\x01\x02\n' * 20)
-    (tmp_path / 'blank.txt').write_text('\x07\x07\n\x08 \x08\n' * 20)  # lines, but no token in any of them
+    (tmp_path / 'blank.txt').write_text('\u200b\u200b\n\u2060 \u200b\n' * 20)  # lines, but no token in any of them
     (tmp_path / 'empty').mkdir()
     for name, says in [('binary.txt', 'binary.txt is not UTF-8 text'), ('cut.txt.gz', 'cut.txt.gz cannot be read'),
                        ('cut.txt', 'cut.txt cannot be read'), ('z.txt', 'zstd-compressed'),
