@@ -830,6 +830,7 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
         _write_text(tmp / 'parts.json', json.dumps(meta, indent=2) + '\n')
     return write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
 
+# %% ../nbs/02_bert.ipynb #1e022b63
 def _saved_parts(dir: Path) -> frozenset:
     "The part directories an earlier save_parts left in `dir`, by its parts.json (none if it has none)."
     try: meta = _read_json(dir / 'parts.json')
@@ -839,7 +840,7 @@ def _saved_parts(dir: Path) -> frozenset:
         else frozenset()
 
 def _plain(name: str) -> bool:
-    "A name that is one directory entry: not empty, '.' or '..', with no '/' (an absolute path has one) or NUL."
+    "One directory entry: not empty, '.' or '..', with no '/' (an absolute path has one) or NUL."
     return bool(name) and name not in ('.', '..') and not {'/', '\0'} & set(name)
 
 # %% ../nbs/02_bert.ipynb #c92c5774

@@ -36,7 +36,7 @@ __all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally
 _clock = time.perf_counter  # the budget's clock: tests give a run one that slows down or stalls
 
 FINISH = 5  # finishing (an evaluation, a checkpoint, the model and its plots) takes about 5 evaluations' time
-BEAT_S = 1.0  # a budget run records its seconds spent this often (budget.json): a kill loses at most this many
+BEAT_S = 1.0  # a budget run records its seconds this often (budget.json): a kill loses at most this many
 MARGIN = 0.01  # ... and a hundredth of the budget for what they do not predict (the plots: a second here)
 
 def weights_digest(model: nn.Module) -> str:
@@ -52,12 +52,12 @@ def _save_state(out: Path, state: dict):
     except RuntimeError:
         need, free = _bytes(state), shutil.disk_usage(out).free
         if free < need:  # torch's writer says only "unexpected pos"
-            raise OSError(errno.ENOSPC, f"no space left on device for {out / 'resume.pt'}: the checkpoint needs "
-                          f"about {need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
+            raise OSError(errno.ENOSPC, f"no space left on device for {out / 'resume.pt'}: the checkpoint "
+                          f"needs about {need / 2**20:,.1f} MiB, {free / 2**20:,.1f} MiB are free") from None
         raise
 
 def _tidy(out: Path):
-    "Remove the temporaries (`_write_file`'s) that a killed run left in `out`: files, or links, never followed."
+    "Remove the temporaries (`_write_file`'s) a killed run left in `out`: files, or links, never followed."
     for p in out.iterdir():
         if re.fullmatch(r'\..+\.[0-9a-f]{8}\.tmp', p.name) and not p.is_dir(): p.unlink()
 
@@ -193,7 +193,7 @@ class _Budget:
     def spent_s(self) -> float: return self.spent + _clock() - self.t0  # this rank's clock
 
     def record(self, spent: float):
-        "budget.json: the seconds spent, so that a killed run's seconds since its checkpoint count on resuming."
+        "budget.json: the seconds spent, so that a killed run's seconds since its checkpoint count on resume."
         if self.beat: _write_text(self.beat, json.dumps(dict(spent=spent)) + '\n'); self.beat_t = _clock()
 
     def tick(self) -> tuple[float, bool]:
@@ -216,21 +216,19 @@ class _Run:
             raise ValueError("--compile is for one process; under torchrun leave it off (not tried with DDP)")
         self.a, self.out, self.t_start = a, Path(a.out), time.time()
         self.rank, self.world = _world(timeout)
-        if self.rank == 0: _claim(self.out, a) if claim else _tidy(self.out)  # a resumed run: what a kill left
-        cuda = torch.cuda.is_available()
-        self.device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if cuda else 'cpu')
-        torch.manual_seed(a.seed)
-        t = time.time()
+        if self.rank == 0: _claim(self.out, a) if claim else _tidy(self.out)  # resumed: what a kill left
+        local = os.environ.get('LOCAL_RANK', 0)
+        self.device = torch.device(f"cuda:{local}" if torch.cuda.is_available() else 'cpu')
+        torch.manual_seed(a.seed); t = time.time()
         self.data = _agreed_data(a, self.out, resume, self.rank, self.world, say)
         self.prepare_s = round(time.time() - t, 1)
         if self.rank == 0: import matplotlib.pyplot  # the finish's plots: a cold import takes seconds
-        self.budget = _Budget(a.minutes, self.rank, self.world, self.out / 'budget.json')  # from here: training
+        self.budget = _Budget(a.minutes, self.rank, self.world, self.out / 'budget.json')  # now: training
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
         self.model = _model(a, self.tok, self.data['rows']).to(self.device).train()
-        self.cfg = self.model.config
-        self.loss_fn = MLMLoss(self.model)
+        self.cfg, self.loss_fn = self.model.config, MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
         self.bf16 = a.bf16 if a.bf16 is not None else a.steps is None and _native_bf16(self.device)
@@ -279,9 +277,9 @@ def _evaluate(r: _Run, say=None, stop: bool = False):
 def _too_short(b: _Budget, took: float):
     "A budget that finishing alone would spend is refused before any step: no learning rate can fit in it."
     need = (b.seconds - b.train_s) / (1 - MARGIN)  # what finishing keeps back, and the margin on top
-    raise ValueError(f"--minutes {b.seconds / 60:g} ({b.seconds:.3g} s) is too short to train: finishing alone "
-                     f"takes about {need:.2g} s here ({FINISH} evaluations of {took:.2g} s, and {MARGIN:.0%} "
-                     "of the budget); give a budget of several times that")
+    raise ValueError(f"--minutes {b.seconds / 60:g} ({b.seconds:.3g} s) is too short to train: finishing "
+                     f"alone takes about {need:.2g} s here ({FINISH} evaluations of {took:.2g} s, and "
+                     f"{MARGIN:.0%} of the budget); give a budget of several times that")
 
 def _held_out(r: _Run) -> dict:
     "The held-out loss and accuracy now, appended to the run's metrics (its time kept out of tokens/s)."
@@ -349,6 +347,7 @@ def _restore(r: _Run):
     r.opt.load_state_dict(ck['opt'])
     if r.sched: r.sched.load_state_dict(ck['sched'])
 
+# %% ../nbs/12_command.ipynb #9564cab8
 def _spent_before(out: Path) -> float:
     "The seconds budget.json recorded (0 if none): a killed run's training after its last checkpoint counts."
     p = out / 'budget.json'
@@ -515,7 +514,8 @@ def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceToken
                       ('attention_reach', lambda: _reach(model, tok, data))]:
         f = fig()
         if f:
-            _write_file(out / f'{name}.png', lambda h: f.savefig(h, format='png', dpi=110, bbox_inches='tight'))
+            _write_file(out / f'{name}.png', lambda h: f.savefig(h, format='png', dpi=110,
+                                                                 bbox_inches='tight'))
             plt.close(f)
 
 def _reach(model, tok, data, n: int = 24):
@@ -755,11 +755,11 @@ def _fresh_out() -> str:
         return out
 
 # %% ../nbs/12_command.ipynb #ad06161b
-_PATHS = {'corpus', 'data', 'vocab', 'init', 'out'}  # a node's own copies, where it keeps them: agreed by digest
+_PATHS = {'corpus', 'data', 'vocab', 'init', 'out'}  # a node's own copies, where it keeps them: by digest
 
 def _agree(ns, a: RunArgs | None, why: Exception | None = None):
     "Under torchrun, before any work: one process refused, or given other settings, stops every process."
-    rank, world = _world(ns.timeout if ns else 300)  # (a command line that did not parse: --timeout's default)
+    rank, world = _world(ns.timeout if ns else 300)  # (a command line that did not parse: the default)
     run = a and {k: v for k, v in asdict(a).items() if k not in _PATHS} | dict(stop_at=ns.stop_at,
                                                                              resume=bool(ns.resume))
     every = _gather(dict(rank=rank, host=socket.gethostname(), why=why and str(why), run=run), world)
@@ -769,8 +769,9 @@ def _agree(ns, a: RunArgs | None, why: Exception | None = None):
     for e in every[1:]:
         if k := next((k for k in first['run'] if e['run'][k] != first['run'][k]), None):
             flag = f"--{k.replace('_', '-')}"
-            raise UsageError(f"rank {e['rank']} on {e['host']} was given {flag} {e['run'][k]!r} and rank 0 on "
-                             f"{first['host']} {flag} {first['run'][k]!r}: give every process the same settings")
+            raise UsageError(f"rank {e['rank']} on {e['host']} was given {flag} {e['run'][k]!r} and rank 0 "
+                             f"on {first['host']} {flag} {first['run'][k]!r}: give every process the same "
+                             "settings")
 
 def _leave_group():
     "Leave the process group, if this process joined one (collected first, as `_leave` says why)."
@@ -896,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
         except (UsageError, ValueError, TypeError, OSError, RuntimeError) as e:  # OSError: a full disk, say
-            if isinstance(e, RuntimeError):  # under torchrun (gloo's errors): a peer died, or hung past --timeout
+            if isinstance(e, RuntimeError):  # under torchrun (gloo's): a peer died, or hung past --timeout
                 if not torch.distributed.is_initialized(): raise  # elsewhere: a bug, shown whole
                 e = f"a peer process stopped answering: {(str(e).splitlines() or [type(e).__name__])[0]:.300}"
             for bar in list(getattr(tqdm, '_instances', ())): bar.close()  # the error on a line of its own

@@ -14,8 +14,8 @@ from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
 from .checks import _check_p, _check_int, _check_shares
-from .files import (corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable, _create,
-                           _write_text)
+from .files import (corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable,
+                           _create, _write_text)
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
@@ -168,7 +168,8 @@ def _sha256(path: Path) -> str:
 
 def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype: np.dtype) -> dict:
     "One pass: each chunk of lines encoded at once, its tokens appended to train.bin or held.bin; held.txt."
-    n, sha, words = dict(train=0, held=0), dict(train=hashlib.sha256(), held=hashlib.sha256()), dict(train=0, held=0)
+    n, words = dict(train=0, held=0), dict(train=0, held=0)
+    sha = dict(train=hashlib.sha256(), held=hashlib.sha256())
     unk = tok.token_to_id('[UNK]')  # between [CLS] and [SEP] the only special a text encodes to
     flags = iter(held.tolist())
     with (_create(dir / 'train.bin') as tr, _create(dir / 'held.bin') as he,
@@ -183,6 +184,14 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
                 f.write(b); sha[split].update(b); n[split] += len(a); words[split] += int((a != unk).sum())
             text.writelines(l + '\n' for l, x in zip(chunk, h) if x)
     return dict(tokens=n, words=words, sha256={k: v.hexdigest() for k, v in sha.items()})
+
+def _check_tokens(n: dict, words: dict):
+    "Each split has tokens, and a word among them ([UNK] alone is nothing to learn or to be judged on)."
+    for split, k in n.items():
+        if k == 0: raise ValueError(f"the corpus's {split} lines yield no tokens with this vocabulary")
+        if words[split] == 0:
+            raise ValueError(f"the corpus's {split} lines yield only [UNK] with this vocabulary: "
+                             "no word of them is in it")
 
 # %% ../nbs/10_data.ipynb #7ec87a06
 def _vocab(files, held, vocab_size, vocab, say, encoding: str = 'UTF-8') -> WordPieceTokenizer:
@@ -223,14 +232,10 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
         _like(tmp, out)  # the umask's mode, not mkdtemp's 0700
         t, dtype = time.time(), _token_dtype(len(tok))
         made = _tokenize(tok, corpus_lines(files, encoding), held, tmp, dtype)
-        n_tok, words = made['tokens'], made.pop('words')
+        n_tok = made['tokens']
         say(f"tokenizing: {n_tok['train']:,} training and {n_tok['held']:,} held-out tokens, "
             f"{sum(n_tok.values()) / (time.time() - t):,.0f} tokens/s")
-        for split, k in n_tok.items():
-            if k == 0: raise ValueError(f"the corpus's {split} lines yield no tokens with this vocabulary")
-            if words[split] == 0:  # [UNK] alone: nothing a model could learn or be judged on
-                raise ValueError(f"the corpus's {split} lines yield only [UNK] with this vocabulary: "
-                                 "no word of them is in it")
+        _check_tokens(n_tok, made.pop('words'))
         tok.save(tmp)
         meta = dict(format='bert-nb tokens 1', lines=n, held_lines=int(held.sum()), seed=seed,
                     dtype=dtype.str,
@@ -371,8 +376,8 @@ def kjv_verses() -> list[Verse]:
     with gzip.open(DEFAULT_CORPUS, 'rt', encoding='utf-8') as f: lines = f.read().splitlines()
     books = _read_json(KJV_BOOKS)
     count = lambda n: isinstance(n, int) and not isinstance(n, bool) and n >= 1
-    if not isinstance(books, list) or not all(isinstance(b, list) and len(b) == 2 and isinstance(b[0], str)
-                                              and isinstance(b[1], list) and all(map(count, b[1])) for b in books):
+    book = lambda b: isinstance(b, list) and len(b) == 2 and isinstance(b[0], str) and isinstance(b[1], list)
+    if not isinstance(books, list) or not all(book(b) and all(map(count, b[1])) for b in books):
         raise ValueError(f"{KJV_BOOKS} is not a list of [book, [verses of each chapter]]")
     refs = [(book, c, v, 'old' if i < OLD_TESTAMENT else 'new') for i, (book, chapters) in enumerate(books)
             for c, n in enumerate(chapters, 1) for v in range(1, n + 1)]

@@ -56,7 +56,8 @@ def _check_logits(logits):
         raise ValueError(f"logits must be a float (n, V) tensor, got {type(logits).__name__} "
                          f"{getattr(logits, 'dtype', '')} of shape {tuple(getattr(logits, 'shape', ()))}")
     bad = (logits.isnan() | (logits == torch.inf)).any(1) | (logits == -torch.inf).all(1)
-    if bad.any(): raise ValueError(f"logits row {int(bad.nonzero()[0])} has no distribution (NaN, +inf or all -inf)")
+    if bad.any():
+        raise ValueError(f"logits row {int(bad.nonzero()[0])} has no distribution (NaN, +inf or all -inf)")
 
 def _check_step(model, inputs, labels, attn_mask, rng, lam) -> float:
     "electra_loss's: (B, T) integer tensors alike, a real token in every row, labels at real tokens only."
@@ -66,12 +67,16 @@ def _check_step(model, inputs, labels, attn_mask, rng, lam) -> float:
             raise ValueError(f"{name} must be a 2-D integer or bool tensor, got {type(x).__name__} "
                              f"{getattr(x, 'dtype', '')} of shape {tuple(getattr(x, 'shape', ()))}")
         if x.shape != inputs.shape:
-            raise ValueError(f"{name} must have the shape of inputs {tuple(inputs.shape)}, got {tuple(x.shape)}")
+            raise ValueError(f"{name} must have the shape of inputs {tuple(inputs.shape)}, "
+                             f"got {tuple(x.shape)}")
     real = attn_mask.bool()
-    if (empty := ~real.any(1)).any(): raise ValueError(f"attn_mask row {int(empty.nonzero()[0])} has no real token")
-    if ((labels != -100) & ~real).any(): raise ValueError("labels has a label at a padded position (attn_mask 0)")
+    if (empty := ~real.any(1)).any():
+        raise ValueError(f"attn_mask row {int(empty.nonzero()[0])} has no real token")
+    if ((labels != -100) & ~real).any():
+        raise ValueError("labels has a label at a padded position (attn_mask 0)")
     return _check_real('lam', lam, 0)
 
+# %% ../nbs/04_electra.ipynb #a0b3138e
 def _check_run(model, rows, steps, tok, rng, order, batch_size, p, lr, warmup, lam) -> tuple:
     "train_electra's: rows of the model's ids, the model's tokenizer, counts and rates in range."
     _need('model', model, Electra); _need('tok', tok, WordPieceTokenizer); _need('rng', rng, PCG32)
@@ -82,7 +87,8 @@ def _check_run(model, rows, steps, tok, rng, order, batch_size, p, lr, warmup, l
     if rows.ndim != 2 or not 1 <= rows.shape[1] <= model.config.max_len or len(rows) == 0:
         raise ValueError(f"rows must be (N >= 1, T <= max_len={model.config.max_len}) ids, got {rows.shape}")
     return (rows, _check_int('steps', steps, 1), _check_int('batch_size', batch_size, 1), _check_p(p),
-            _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1), _check_real('lam', lam, 0))
+            _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1),
+            _check_real('lam', lam, 0))
 
 # %% ../nbs/04_electra.ipynb #856766ec
 def sample(logits: torch.Tensor, rng: PCG32) -> torch.Tensor:
@@ -140,8 +146,8 @@ def train_electra(model: Electra, rows: np.ndarray, steps: int, tok: WordPieceTo
                   warmup: float = 0.05, lam: float = LAMBDA) -> dict[str, list[float]]:
     """Pretrain the pair on packed `rows`, B at a time in the shuffled epochs `order` draws; every mask and
     every sample from `rng`, so a run replays. Returns each step's `rtd_stats`."""
-    rows, steps, batch_size, p, lr, warmup, lam = _check_run(model, rows, steps, tok, rng, order, batch_size, p,
-                                                             lr, warmup, lam)
+    rows, steps, batch_size, p, lr, warmup, lam = _check_run(model, rows, steps, tok, rng, order, batch_size,
+                                                             p, lr, warmup, lam)
     opt, special = make_optimizer(model, lr), np.array(special_ids(tok))
     warm = max(1, round(warmup * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, warm))
@@ -169,7 +175,8 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
                          f"{sorted(curves) if isinstance(curves, dict) else type(curves).__name__}")
     drawn = {k: np.asarray(curves[k], float) for k in keys}
     if len({v.shape for v in drawn.values()}) != 1 or drawn['gen_acc'].ndim != 1:
-        raise ValueError(f"curves must hold four 1-D curves of one length, got {[v.shape for v in drawn.values()]}")
+        raise ValueError("curves must hold four 1-D curves of one length, got "
+                         f"{[v.shape for v in drawn.values()]}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     steps = every * (np.arange(len(drawn['gen_acc'])) + 1)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.2))

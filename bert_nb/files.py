@@ -20,6 +20,7 @@ def _readable(path: Path):
         raise PermissionError(f"{path}: permission denied: its mode is {stat.filemode(st.st_mode)} "
                               f"(owner uid {st.st_uid}); its owner can let others read it (chmod a+r)")
 
+# %% ../nbs/11_files.ipynb #353c9750
 def _umask() -> int:
     mask = os.umask(0); os.umask(mask)  # the only way to read it: set it and put it back
     return mask
@@ -31,7 +32,8 @@ def _stem(path: Path) -> str:
 def _create(path: Path, mode: str = 'wb'):
     """A new file at `path`, open for writing: never an existing file, never through a link planted there
     (O_EXCL, O_NOFOLLOW), of the mode `open` gives (0666 less the umask). The package's one way to write."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0), 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0)
+    fd = os.open(path, flags, 0o666)
     return os.fdopen(fd, mode, **({} if 'b' in mode else dict(encoding='utf-8')))
 
 def _write_file(path: Path, write: Callable):
@@ -116,8 +118,9 @@ def corpus_files(paths) -> list[Path]:
         else: raise FileNotFoundError(f"no corpus file or directory at {p}")
     return files
 
-_NOT_TEXT = {'idna', 'punycode', 'unicode-escape', 'raw-unicode-escape', 'undefined'}  # names, escapes: not prose
-_CONTROL = re.compile('[\x01-\x08\x0e-\x1f\x7f-\x9f]')  # control characters text does not hold (binary read as text)
+# %% ../nbs/11_files.ipynb #f64c94b9
+_NOT_TEXT = {'idna', 'punycode', 'unicode-escape', 'raw-unicode-escape', 'undefined'}  # host names, escapes
+_CONTROL = re.compile('[\x01-\x08\x0e-\x1f\x7f-\x9f]')  # not in text; often in binary read as text
 
 def _binary(p: Path, control: int, n: int):
     raise ValueError(f"corpus file {p} is not text: {control:,} of its first {n:,} characters are control "
@@ -142,8 +145,8 @@ def corpus_lines(files, encoding: str = 'UTF-8'):
                     if s := line.strip(): yield s
                 if control > 0.01 * n: _binary(p, control, n)
         except UnicodeError as e:  # UnicodeDecodeError; utf-16's 'stream does not start with BOM'
-            raise ValueError(f"corpus file {p} is not {encoding} text ({getattr(e, 'reason', e)}): binary, or "
-                             "another encoding (--encoding)") from None
+            raise ValueError(f"corpus file {p} is not {encoding} text ({getattr(e, 'reason', e)}): binary, "
+                             "or another encoding (--encoding)") from None
         except (OSError, EOFError, lzma.LZMAError) as e:  # a damaged or cut-off archive
             raise ValueError(f"corpus file {p} cannot be read: {e}") from None
 

@@ -109,7 +109,8 @@ def _label(y) -> bool: return isinstance(y, int) and not isinstance(y, bool)  # 
 
 def _check_texts(texts) -> list[str]:
     "A list of texts: a str is refused (its characters are not texts)."
-    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) \
+            or not all(isinstance(t, str) for t in texts):
         raise TypeError(f"texts must be a list of str, got {type(texts).__name__} {texts!r:.60}")
     return list(texts)
 
@@ -280,7 +281,8 @@ def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTok
     sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES} | {k: ours[k] for k in CLASSIFIER_NAMES}
     def write(tmp: Path):
         save_bert(model.bert, tmp, tok)  # the tokenizer's files, the encoder's config; weights, config redone
-        _write_safetensors(tmp / 'model.safetensors', {k: v.detach().cpu().contiguous() for k, v in sd.items()})
+        _write_safetensors(tmp / 'model.safetensors', {
+            k: v.detach().cpu().contiguous() for k, v in sd.items()})
         config = json.loads((tmp / 'config.json').read_text())
         config.pop('bert_nb')  # transformers' layout, not an encoder of bert-nb's
         config |= dict(architectures=['BertForSequenceClassification'], classifier_dropout=model.dropout.p,
@@ -301,7 +303,8 @@ def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
     config, n = _read_json(dir / 'config.json'), len(sd['classifier.bias'])
     names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' default names
     if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
-        raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, got {names!r:.80}")
+        raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, "
+                         f"got {names!r:.80}")
     labels = [names[str(i)] for i in range(n)]
     model = Classifier(bert, len(labels), config.get('classifier_dropout') or config['hidden_dropout_prob'])
     model.classifier.load_state_dict({k.removeprefix('classifier.'): sd[k] for k in CLASSIFIER_NAMES})
@@ -321,7 +324,8 @@ def plot_confusion(cm: np.ndarray, labels: list[str]) -> np.ndarray:
     "The confusion matrix as each true label's shares (rows sum to 1), numbers in the cells; returns them."
     cm = np.asarray(cm)
     if cm.shape != (len(labels), len(labels)) or cm.dtype.kind not in 'iu' or (cm < 0).any():
-        raise ValueError(f"cm must be {len(labels)} x {len(labels)} counts (confusion's), got {cm.shape} {cm.dtype}")
+        raise ValueError(f"cm must be {len(labels)} x {len(labels)} counts (confusion's), "
+                         f"got {cm.shape} {cm.dtype}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     shares = cm / cm.sum(1, keepdims=True)
     fig, ax = plt.subplots(figsize=(5.2, 4.4))

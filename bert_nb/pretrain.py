@@ -80,8 +80,8 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 def time_factor(share: float, warmup: float) -> float:
-    """The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's budget schedule.
-    A share outside [0, 1] (a clock that went back, a budget already spent) is clamped: the factor is in [0, 1]."""
+    """The same shape over a time budget, `share` of it spent (warmup a share too): Cramming's schedule.
+    A share outside [0, 1] (a clock set back, a budget already spent) is clamped: the factor is in [0, 1]."""
     share = 1.0 if math.isnan(share) else min(max(share, 0.0), 1.0)
     if share < warmup: return share / warmup
     return 0.0 if share == 1 else (1 - share) / (1 - warmup)  # (here warmup <= share < 1)

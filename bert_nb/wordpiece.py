@@ -53,7 +53,8 @@ def _vocab(tokens: list[str], source: str) -> dict[str, int]:
     for i, t in enumerate(tokens):
         if not isinstance(t, str): raise TypeError(f"{source}: token {i} must be a str, got {t!r:.60}")
         if not t or any(c.isspace() or not c.isprintable() for c in t):  # a NUL, a tab: never a word's piece
-            raise ValueError(f"{source}: token {i} {t!r:.60} is empty or holds whitespace or a control character")
+            raise ValueError(f"{source}: token {i} {t!r:.60} is empty or holds whitespace or a control "
+                             "character")
         if t in vocab: twice.setdefault(t, [vocab[t]]).append(i)
         vocab.setdefault(t, i)
     if twice:  # a second id for a token would shift every id after it on the next save

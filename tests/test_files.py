@@ -181,7 +181,7 @@ def test_binary_stays_refused_and_an_unknown_encoding_is_named(tmp_path):
     (tmp_path / 'b').write_bytes(bytes(range(256)) * 4)  # every byte decodes in Latin-1: the NUL still tells
     with pytest.raises(ValueError, match='is not text: a NUL byte'): list(corpus_lines([tmp_path / 'b'], 'latin-1'))
     for bad in ('klingon', 'rot13', 3):
-        with pytest.raises(ValueError, match='encoding must be a text encoding Python knows'):
+        with pytest.raises(ValueError, match='encoding must be a text encoding, named as Python names it'):
             list(corpus_lines([tmp_path / 'b'], bad))
 
 def test_a_load_sees_a_swap_that_reused_the_inode(tmp_path, monkeypatch):

@@ -82,10 +82,13 @@ def test_a_budget_too_short_to_train_is_one_line(corpus, tmp_path):
     refused(cli('--corpus', corpus, '--minutes', '1e-6', '--out', tmp_path / 'o', *TINY), 'is too short to train')
     assert not (tmp_path / 'o').exists()
 
-def test_compile_under_torchrun_is_refused(corpus, tmp_path, monkeypatch):
-    "A compiled step under DDP was never tried: refused before anything is written, and off by default."
-    monkeypatch.setenv('WORLD_SIZE', '2')
-    refused(cli('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, '--compile'), '--compile is for one')
+def test_compile_under_torchrun_is_refused(corpus, tmp_path):
+    """A compiled step under DDP was never tried: refused by every process (they join the group before any check, so
+    none is left waiting), before anything is written; and off by default."""
+    r = subprocess.run(torchrun('--corpus', corpus, '--steps', 2, '--out', tmp_path / 'o', *TINY, '--compile'),
+                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
+    ours = [l for l in r.stderr.splitlines() if l.startswith('bert-nb: ')]
+    assert r.returncode != 0 and len(ours) == 2 and all('--compile is for one' in l for l in ours), r.stderr[-2000:]
     assert not (tmp_path / 'o').exists() and RunArgs().compile is False
 
 def test_bad_vocab_files(corpus, tmp_path):

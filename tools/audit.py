@@ -309,7 +309,131 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'bert-nb {name}'] = lambda args=args: cli(*args)
     c['bert-nb train tiny'] = lambda: cli('--corpus', corpus, '--steps', 3, '--out', runs / 'ok', *tiny, bad=False)
     c['bert-nb fill'] = lambda: cli('fill', model_dir, 'a [MASK]', bad=False)
+    # #43: ELECTRA and fine-tuning (their argument checks), the budget, the writes, the encodings, the nodes
+    from bert_nb import electra as E, finetune as T
+    ecfg = B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.0)
+    pair = E.Electra(ecfg, rng=PCG32(0))
+    rows = np.full((6, 8), 6); rows[:, 0], rows[:, -1] = small.cls_id, small.sep_id
+    def run(**kw):
+        a = dict(rows=rows, steps=2, tok=small, rng=PCG32(1), order=PCG32(2)) | kw
+        return lambda: E.train_electra(pair, a.pop('rows'), a.pop('steps'), a.pop('tok'), a.pop('rng'), a.pop('order'), **a)
+    x = torch.from_numpy(rows[:2].copy()); lab = torch.full_like(x, -100); lab[:, 2] = 6; real = torch.ones_like(x, dtype=torch.bool)
+    padded_lab = lab.clone(); pad = real.clone(); pad[:, 2:] = False
+    def loss(**kw):
+        a = dict(inputs=x, labels=lab, attn=real, rng=PCG32(3), lam=50.0) | kw
+        return lambda: E.electra_loss(pair, a['inputs'], a['labels'], a['attn'], a['rng'], lam=a['lam'])
+    nan_row = torch.zeros(2, 5); nan_row[1, 0] = float('nan')
+    for name, f in {'train_electra on empty rows': run(rows=rows[:0]), 'train_electra batch_size 0': run(batch_size=0),
+                    'train_electra steps -1': run(steps=-1), 'train_electra another tokenizer': run(tok=tok),
+                    'train_electra lr inf': run(lr=float('inf')), 'train_electra p 2': run(p=2.0),
+                    'train_electra lam nan': run(lam=float('nan')), 'train_electra ids past the vocab': run(rows=rows + 100),
+                    'train_electra order None': run(order=None), 'electra_loss lam nan': loss(lam=float('nan')),
+                    'electra_loss lam -1': loss(lam=-1.0), 'electra_loss a label at padding': loss(attn=pad),
+                    'electra_loss all padding': loss(attn=torch.zeros_like(real)), 'electra_loss mask of another shape': loss(attn=real[:, :4]),
+                    'electra_loss float inputs': loss(inputs=x.float()), 'electra_loss numpy rng': loss(rng=np.random.default_rng(0)),
+                    'sample of a NaN row': lambda: E.sample(nan_row, PCG32(0)), 'sample of a 1-D tensor': lambda: E.sample(torch.zeros(5), PCG32(0)),
+                    'sample of all -inf': lambda: E.sample(torch.full((1, 5), -float('inf')), PCG32(0)),
+                    'Electra gen_layers 0': lambda: E.Electra(ecfg, gen_layers=0), 'Electra of a dict': lambda: E.Electra({'vocab': 10}),
+                    'Electra gen_ff 1.5': lambda: E.Electra(ecfg, gen_ff=1.5), 'plot_rtd of {}': lambda: E.plot_rtd({}),
+                    'plot_rtd every 0': lambda: E.plot_rtd({}, 0), 'hf_electra of an encoder': lambda: E.hf_electra(enc)}.items():
+        c[f'#43 {name}'] = lambda f=f: api(f)
+    c['#43 train_electra'] = lambda: api(run(), bad=False)
+    c['#43 sample'] = lambda: api(lambda: E.sample(torch.zeros(2, 5), PCG32(0)), bad=False)
+    fenc = B.BertEncoder(ecfg, rng=PCG32(0), pooler=True)
+    clf = T.Classifier(fenc, 2, rng=PCG32(0))
+    pairs = [('a b', 0), ('c d', 1)]
+    T.save_classifier(clf, tmp / 'clf', small, ['x', 'y'])
+    for name, f in {'fine_tune epochs -1': lambda: T.fine_tune(clf, small, pairs, epochs=-1),
+                    'fine_tune batch_size -1': lambda: T.fine_tune(clf, small, pairs, batch_size=-1),
+                    'fine_tune lr inf': lambda: T.fine_tune(clf, small, pairs, lr=float('inf')),
+                    'fine_tune weight_decay nan': lambda: T.fine_tune(clf, small, pairs, weight_decay=float('nan')),
+                    'fine_tune a bool label': lambda: T.fine_tune(clf, small, [('a', True)]),
+                    'fine_tune texts of a str': lambda: T.fine_tune(clf, small, 'a b'),
+                    'fine_tune another tokenizer': lambda: T.fine_tune(clf, tok, pairs),
+                    'fine_tune max_len 10**6': lambda: T.fine_tune(clf, small, pairs, max_len=10**6),
+                    'predict of a str': lambda: T.predict(clf, small, 'a b'), 'predict batch_size 0': lambda: T.predict(clf, small, ['a'], 0),
+                    'accuracy of other lengths': lambda: T.accuracy(torch.zeros(3, 2), pairs),
+                    'accuracy of 1-D logits': lambda: T.accuracy(torch.zeros(2), pairs), 'majority of None': lambda: T.majority(None),
+                    'bag_of_words decays ()': lambda: T.bag_of_words(small, T.Task('t', ['a', 'b'], pairs, pairs, pairs, {}), ()),
+                    'save_classifier labels "ab"': lambda: T.save_classifier(clf, tmp / 'c2', small, 'ab'),
+                    'save_classifier duplicated labels': lambda: T.save_classifier(clf, tmp / 'c3', small, ['x', 'x']),
+                    'load_classifier of an MLM': lambda: T.load_classifier(model_dir),
+                    'confusion of other lengths': lambda: T.confusion([0, 1], [0], 2), 'confusion past n': lambda: T.confusion([0, 3], [0, 1], 2),
+                    'confusion of bools': lambda: T.confusion([True], [False], 2), 'confusion n 0': lambda: T.confusion([], [], 0),
+                    'plot_confusion of another size': lambda: T.plot_confusion(np.ones((3, 3), int), ['a', 'b']),
+                    'plot_books with a book the canon lacks': lambda: T.plot_books(['Genesis', 'Hezekiah'], [True, False]),
+                    'LabelCollator without labels': lambda: T.LabelCollator(small, 8)([{'text': 'a b'}]),
+                    'ClassifierForTrainer label past n_labels': lambda: T.ClassifierForTrainer(clf)(x, None, None, torch.tensor([0, 2])),
+                    'ClassifierForTrainer of an encoder': lambda: T.ClassifierForTrainer(fenc),
+                    'Classifier dropout 2': lambda: T.Classifier(fenc, 2, dropout=2.0),
+                    'verse_task seed -1': lambda: T.verse_task(seed=-1)}.items():
+        c[f'#43 {name}'] = lambda f=f: api(f)
+    c['#43 predict of []'] = lambda: api(lambda: T.predict(clf, small, []), bad=False)
+    c['#43 load_classifier'] = lambda: api(lambda: T.load_classifier(tmp / 'clf'), bad=False)
+    def clf_modes():
+        old = os.umask(0o077)
+        try: d = T.save_classifier(clf, tmp / 'clf-077', small, ['x', 'y'])
+        finally: os.umask(old)
+        bad = [q.name for q in d.iterdir() if (q.stat().st_mode & 0o777) != 0o600]
+        old = os.umask(0o022)
+        try: d = T.save_classifier(clf, tmp / 'clf-022', small, ['x', 'y'])
+        finally: os.umask(old)
+        bad += [q.name for q in d.iterdir() if (q.stat().st_mode & 0o777) != 0o644]
+        if bad: raise RuntimeError(f'save_classifier files not of the umask: {bad}')
+    c['#43 save_classifier under umasks 077 and 022'] = lambda: api(clf_modes, bad=False)
+    # writes that leave their directory
+    class Abs(torch.nn.Module):
+        def __init__(self): super().__init__(); self.add_module(str(tmp / 'outside'), B.BertEncoder(cfg))
+    c['#43 save_parts of a part named by an absolute path'] = lambda: api(lambda: B.save_parts(Abs(), tmp / 'abs'))
+    def planted():
+        out = tmp / 'planted'
+        assert main_cli('--corpus', corpus, '--steps', 4, '--stop-at', 2, '--out', out, *tiny) == 0
+        victim = tmp / 'victim'; victim.write_bytes(b'mine')
+        for name in ('loss.png', 'resume.pt.tmp', 'mask_rates.png'): (out / name).symlink_to(victim)
+        assert main_cli('--resume', out, '--quiet') == 0
+        if victim.read_bytes() != b'mine': raise RuntimeError('--resume wrote through a planted link')
+    main_cli = lambda *a: subprocess.run([str(EXE), *map(str, a)], capture_output=True).returncode
+    c['#43 links planted in a run, resumed'] = lambda: api(planted, bad=False, seconds=120)
+    # encodings, binary, vocabularies, prepare_data, the encoder
+    (tmp / 'le.txt').write_bytes('a b c\n'.encode('utf-16-le') * 20)
+    W.WordPieceTokenizer.from_tokens([*W.SPECIALS, 'zz']).save(tmp / 'unk')  # no word of the corpus in it
+    (tmp / 'bin1.txt').write_bytes(bytes(range(1, 256)) * 40)
+    for name, f in {'utf-16 without a BOM': lambda: list(F.corpus_lines([tmp / 'le.txt'], 'utf-16')),
+                    "encoding 'utf-8\\n'": lambda: list(F.corpus_lines([corpus], 'utf-8\n')),
+                    'encoding idna': lambda: list(F.corpus_lines([corpus], 'idna')),
+                    'binary without NUL read as latin-1': lambda: list(F.corpus_lines([tmp / 'bin1.txt'], 'latin-1')),
+                    'a vocabulary token with a NUL': lambda: W.WordPieceTokenizer.from_tokens([*W.SPECIALS, 'a\x00b']),
+                    'prepare_data say None': lambda: D.prepare_data([corpus], tmp / 'p-none', say=None),
+                    'prepare_data of [UNK] alone': lambda: D.prepare_data([corpus], tmp / 'p-unk', vocab=tmp / 'unk' / 'vocab.txt',
+                                                                          say=lambda s: None),
+                    'encoder attn_mask of 2s': lambda: enc(ids, None, torch.full_like(ids, 2)),
+                    'encoder ids on the meta device': lambda: enc(ids.to('meta'))}.items():
+        c[f'#43 {name}'] = lambda f=f: api(f)
+    # the budget, and nodes that disagree
+    c['#43 bert-nb --minutes 1e-6'] = lambda: cli('--corpus', corpus, '--minutes', '1e-6', '--out', runs / 'short', *tiny)
+    c['#43 bert-nb --encoding idna'] = lambda: cli('--corpus', corpus, '--encoding', 'idna', '--out', runs / 'idna', *tiny)
+    c['#43 two nodes given other --steps'] = lambda: nodes(tmp, ['--corpus', corpus, '--steps', 6, *tiny], ['--corpus', corpus, '--steps', 4, *tiny])
+    c['#43 a node without its --data'] = lambda: nodes(tmp, ['--data', tmp / 'prep', '--steps', 6, *tiny[:-2]],
+                                                       ['--data', tmp / 'none', '--steps', 6, *tiny[:-2]])
     return c
+
+def nodes(tmp: Path, *args, seconds: int = 60) -> str:
+    "Two torchrun launchers on 127.0.0.1, one process each: 'clear' when both stop, within seconds, with one line."
+    import socket
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    script = Path(__file__).resolve().parents[1] / 'bert_nb' / 'command.py'
+    procs = [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
+                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port), str(script),
+                               'train', '--timeout', '20', '--out', str(tmp / 'nodes-out'), *map(str, a)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1')) for i, a in enumerate(args)]
+    try: errs = [p.communicate(timeout=seconds)[1] for p in procs]
+    except subprocess.TimeoutExpired: return 'hang'
+    finally:
+        for p in procs: p.kill()
+    lines = [[l for l in e.splitlines() if l.startswith('bert-nb: ')] for e in errs]
+    ok = all(len(l) == 1 and 'error' in l[0] for l in lines) and not any('[rank' in e for e in errs)
+    return 'clear' if ok else f'traceback ({[l[:1] for l in lines]})'
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
