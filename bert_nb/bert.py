@@ -769,6 +769,7 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
     "save_bert's files, checked and gathered now, written by the function returned (into a directory given)."
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
+    if tok is not None: _need('tok', tok, WordPieceTokenizer)  # a str has a len too
     mlm = isinstance(model, BertForMLM)
     enc = model.encoder if mlm else model
     if tok is not None and len(tok) != enc.config.vocab:
@@ -847,7 +848,7 @@ def _plain(name: str) -> bool:
 def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
     """Fill `model`, built as the saved one was, from a `save_parts` directory: bit for bit, its shared
     tensors still shared. A model with other parts, weights or ties is refused before any weight changes."""
-    dir = Path(dir)
+    dir = Path(dir); _need('model', model, nn.Module)
     sd = _read_whole(dir, lambda d: _read_parts(model, d))  # one save's files, as load_bert reads
     want = model.state_dict()
     bad = sorted(want.keys() ^ sd.keys()) + [k for k in want if k in sd and want[k].shape != sd[k].shape]

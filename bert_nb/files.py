@@ -102,6 +102,8 @@ def _open_text(path: Path, encoding: str = 'UTF-8'):
 # %% ../nbs/11_files.ipynb #1c20da74
 def corpus_files(paths) -> list[Path]:
     "A corpus's files: each file given, and every file under each directory given (sorted; hidden ones not)."
+    if not isinstance(paths, (str, os.PathLike)) and not hasattr(paths, '__iter__'):
+        raise TypeError(f"paths must be a path or a list of paths, got {type(paths).__name__}")
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths: raise ValueError("no corpus given: paths is empty")
     files = []

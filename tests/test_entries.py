@@ -546,3 +546,14 @@ def test_the_encoder_refuses_a_mask_of_twos_and_meta_ids():
     ids = torch.randint(5, 60, (2, 8))
     with pytest.raises(ValueError, match=r'attn_mask must be in \[0, 2\), got 2'): enc(ids, None, torch.full_like(ids, 2))
     with pytest.raises(ValueError, match='ids is a meta tensor'): enc(ids.to('meta'))
+
+def test_parts_and_corpora_of_the_wrong_kind():
+    "load_parts(None, ...) was an AttributeError; a str for tok was read as a tokenizer of len(str) tokens."
+    import torch.nn as nn
+    from bert_nb.bert import load_parts, save_parts
+    class P(nn.Module):
+        def __init__(self): super().__init__(); self.a = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16))
+    with pytest.raises(TypeError, match='model must be a Module, got NoneType'): load_parts(None, 'anywhere')
+    with pytest.raises(TypeError, match='tok must be a WordPieceTokenizer, got str'): save_parts(P(), 'anywhere', 'abc')
+    with pytest.raises(TypeError, match='paths must be a path or a list of paths, got NoneType'): prepare_data(None, 'anywhere')
+    assert not Path('anywhere').exists()

@@ -407,7 +407,10 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'prepare_data of [UNK] alone': lambda: D.prepare_data([corpus], tmp / 'p-unk', vocab=tmp / 'unk' / 'vocab.txt',
                                                                           say=lambda s: None),
                     'encoder attn_mask of 2s': lambda: enc(ids, None, torch.full_like(ids, 2)),
-                    'encoder ids on the meta device': lambda: enc(ids.to('meta'))}.items():
+                    'encoder ids on the meta device': lambda: enc(ids.to('meta')),
+                    'load_parts into None': lambda: B.load_parts(None, tmp / 'parts'),
+                    'save_parts with a str for tok': lambda: B.save_parts(Pair(), tmp / 'parts-str', 'abc'),
+                    'prepare_data of None': lambda: D.prepare_data(None, tmp / 'p-none2', say=lambda s: None)}.items():
         c[f'#43 {name}'] = lambda f=f: api(f)
     # the budget, and nodes that disagree
     c['#43 bert-nb --minutes 1e-6'] = lambda: cli('--corpus', corpus, '--minutes', '1e-6', '--out', runs / 'short', *tiny)
