@@ -348,14 +348,17 @@ def prepared(corpus, tmp_path_factory) -> Path:
     assert main(['prepare', '--corpus', str(corpus), '--out', str(d), '--vocab-size', '300']) == 0
     return d
 
-def two_nodes(cwd: Path, *args: list, timeout: float = 20) -> list[subprocess.CompletedProcess]:
+def launch(cwd: Path, *args: list, timeout: float, **env) -> list[subprocess.Popen]:
     "Two torchrun launchers on 127.0.0.1 (--nnodes 2, a process each), node i with the command line args[i]."
     port, script = free_port(), Path(__file__).parents[1] / 'bert_nb' / 'command.py'
-    procs = [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
-                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port),
-                               str(script), 'train', *TINY[2:], '--timeout', str(timeout), *map(str, a)],
-                              cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ, OMP_NUM_THREADS='1')) for i, a in enumerate(args)]
+    return [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
+                              '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port),
+                              str(script), 'train', *TINY[2:], '--timeout', str(timeout), *map(str, a)],
+                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, OMP_NUM_THREADS='1', **env)) for i, a in enumerate(args)]
+
+def two_nodes(cwd: Path, *args: list, timeout: float = 20) -> list[subprocess.CompletedProcess]:
+    procs = launch(cwd, *args, timeout=timeout)
     try: return [subprocess.CompletedProcess(p.args, p.wait(timeout=timeout + 60), *p.communicate()) for p in procs]
     finally:
         for p in procs: p.kill()
@@ -385,13 +388,8 @@ def test_nodes_agree_on_their_arguments_or_all_stop(prepared, tmp_path, node1, s
 
 def test_a_node_that_dies_stops_the_other_with_one_line(prepared, tmp_path):
     "A worker killed mid-run: the other node's worker stops at once (a reset connection) or within --timeout."
-    mark = uuid.uuid4().hex
-    port, script = free_port(), Path(__file__).parents[1] / 'bert_nb' / 'command.py'
-    procs = [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
-                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port), str(script),
-                               'train', *TINY[2:], '--timeout', '10', '--data', str(prepared), '--steps', '100000', '--out',
-                               str(tmp_path / 'o')], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ, OMP_NUM_THREADS='1', BERT_NB_TEST_MARK=mark)) for i in range(2)]
+    mark, run = uuid.uuid4().hex, ['--data', prepared, '--steps', 100000, '--out', tmp_path / 'o']
+    procs = launch(tmp_path, run, run, timeout=10, BERT_NB_TEST_MARK=mark)
     try:
         t0 = time.time()
         while not (tmp_path / 'o' / 'resume.pt').exists() and time.time() - t0 < 120: time.sleep(0.1)
