@@ -1,25 +1,104 @@
-"""Each exercise's checking cell accepts the right answer and rejects a wrong one (#34), run in its notebook's own
-state: the notebook runs as nbdev_test runs it, then the cell runs again with an answer in place of its `None`."""
-import os
+"""Every exercise's checking cell accepts the right answer and rejects the likely wrong ones (#34, #44), run in its
+notebook's own state: the notebook runs as nbdev_test runs it, then the cell runs again with an answer in place
+of its Nones. The right answers here are written from the questions, not read from nbs/exercises.py."""
+import json, os, re
 from pathlib import Path
 import pytest
 from execnb.shell import CaptureShell
 from execnb.nbio import read_nb
 
 NBS = Path(__file__).resolve().parents[1] / 'nbs'
-# notebook -> [(the answer line of a checking cell, a right answer, a wrong one)], as Python source
+HEAD = ['[CLS]', '[MASK]', '[PAD]', '[SEP]', '[UNK]']
+HEAD_KEYS = "{'head.bias', 'head.dense.weight', 'head.dense.bias', 'head.ln.weight', 'head.ln.bias'}"
+BATCH = "_batch(rows, lens, np.arange(16), tok, {p}, PCG32(0), 'cpu')"
+KEPT = ("(lambda b: float(((np.asarray(b[1]) == b[0]) & ~np.isin(b[0], special_ids(tok))).sum()"
+        " / (~np.isin(b[0], special_ids(tok))).sum()))(" + BATCH + ")")
+LABELS = "int((np.asarray(" + BATCH + "[2]) != -100).sum())"
+FREQ = ("(lambda r: np.bincount(r[~np.isin(r, special_ids(tok_a))]).max() / (~np.isin(r, special_ids(tok_a))).sum())"
+        "(prepare(a)['held_rows'])")
+
+# notebook -> [(the answer line of a checking cell, the right answer, {the likely wrong answer: why it is likely})]
 ANSWERS = {
-    '00_rng': [('rejected = None', '1', '2'), ('mine = None', 'demo', 'demo[::-1]')],
-    '01_wordpiece': [('pieces = None', "['una', '##ff', '##able']", "['una', '##ffa', '##ble']"),
-                     ('counts, first = None, None', "{'cd': 1, 'ab': 1}, ('a', '##b')", "{'cd': 1, 'ab': 1}, ('c', '##d')")],
-    '02_bert': [('touched, whole = None, None', '0.386, 0.0034', '0.15, 0.15'), ('predicted = None', '1.0', '0.8')],
-    '03_pretrain': [('at15, at50 = None, None', '(lab15 != -100).sum().item(), (lab50 != -100).sum().item()', '72, 72')],
-    '04_electra': [('always_original = None', '0.865', '0.85'), ('by_sampling, by_argmax = None, None', '0.1, 0.0', '0.9, 0.1')],
-    '05_finetune': [('share = None', 'majority(verse_task("section"))', '1 / 6'),
-                    ('rates = None', '[5e-5, 3e-5, 2e-5]', '[1e-3, 1e-4]')],
+    '00_rng': [
+        ('rejected, bias = None, None', '1, 2 / (3 * 2**32)',
+         {'0, 0.0': 'no rejection needed', '1, 1 / 2**32': 'the bias of one output, not of q + 1 against 1/3',
+          '1, 1 / 3': 'the probability, not its excess'}),
+        ('forward = None', '2**64 - 1000', {'-1000': 'not a forward jump', '2**32 - 1000': 'the 32-bit output period',
+                                            '1000': 'the wrong way'}),
+        ('r, related = None, None',
+         'np.corrcoef(PCG32(0, 0).u32s(10_000).astype(float), PCG32(0, 1).u32s(10_000).astype(float))[0, 1], False',
+         {'1.0, True': 'a shared seed taken for one stream', '0.0, False': 'a guess, not the measured r',
+          'np.corrcoef(PCG32(0, 0).u32s(10_000).astype(float), PCG32(0, 1).u32s(10_000).astype(float))[0, 1], True':
+              'sampling noise taken for a relation'}),
+        ('mine = None', 'PCG32(2026, 7).u32s(6).tolist()',
+         {'demo': "the demo seed's outputs", 'PCG32(7, 2026).u32s(6).tolist()': 'seed and stream swapped'}),
+    ],
+    '01_wordpiece': [
+        ('pieces = None', "['una', '##ff', '##able']",
+         {"['una', '##ffa', '##ble']": 'the full vocabulary', "['un', '##aff', '##able']": 'a split by morphemes'}),
+        ('capitals = None',
+         "sum(t[0] != '[' and any(c.isupper() for c in t) for t in "
+         "WordPieceTokenizer.train(kjv_lines[:2000], 200, lowercase=False).tokens())",
+         {'0': 'as if lowercased', '26': 'the capital letters alone', '200': 'every token'}),
+        ('skipped, trained = None, None', '7, 8', {'8, 8': 'no shift', '8, 9': 'line numbers from 1',
+                                                   '7, 7': 'the shift taken for the truth'}),
+        ('counts, first = None, None', "{'cd': 1, 'ab': 1}, ('a', '##b')",
+         {"{'cd': 1, 'ab': 1}, ('c', '##d')": 'the dict order, not the string order',
+          "{'ab': 2, 'cd': 1}, ('a', '##b')": 'counts without a tie'}),
+    ],
+    '02_bert': [
+        ('touched, whole = None, None', '1 - 0.85 ** 3, 0.15 ** 3',
+         {'0.15, 0.15': 'whole-word masking', '0.45, 0.15 ** 3': '3p, the union bound',
+          '1 - 0.85 ** 3, 0.15': 'whole as often as a token'}),
+        ('share, chi2 = None, None', '1.0, 0.0', {'0.8, 0.0': "BERT's default shares", '1.0, float("inf")':
+                                                  'a statistic taken as infinite'}),
+        ('moved, masked = None, None',
+         '(e(x.where(x != 0, torch.tensor(55))) - e(x))[0, 0].abs().max().item(), 0.0',
+         {'0.0, 0.0': 'padding taken as ignored without a mask',
+          '(e(x.where(x != 0, torch.tensor(55))) - e(x))[0, 0].abs().max().item(), '
+          '(e(x.where(x != 0, torch.tensor(55))) - e(x))[0, 0].abs().max().item()': 'the mask taken as doing nothing'}),
+        ('keys, loss = None, None',
+         f"{HEAD_KEYS}, (torch.manual_seed(0), load_bert(minilm, BertForMLM, strict=False)(**batch)[1].item())[1]".replace(
+            '**batch', "**{k: batch[k] for k in ('input_ids', 'token_type_ids', 'attention_mask', 'labels')}"),
+         {'set(), math.log(30522)': 'nothing initialised, a uniform guess',
+          f'{HEAD_KEYS}, math.log(30522)': 'a fresh head taken as uniform'}),
+        ('threshold, draws = None, None', '2**31 - 1, 2.0',
+         {'0, 1.0': 'no rejection', '1, 1.0': 'the rejection of below(3)', '2**31 + 1, 2.0': 'V itself'}),
+    ],
+    '03_pretrain': [
+        ('at15, at50, kept15, kept50 = None, None, None, None',
+         f"{LABELS.format(p=0.15)}, {LABELS.format(p=0.5)}, {KEPT.format(p=0.15)}, {KEPT.format(p=0.5)}",
+         {'76.8, 256, 0.85, 0.5': 'p of all 512 positions, specials included, and 1 - p kept',
+          f"{LABELS.format(p=0.15)}, {LABELS.format(p=0.5)}, 0.85, 0.5": '1 - p kept: a random id or [MASK] '
+                                                                        'is not the whole story'}),
+        ('baseline, above = None, None', f"(tok_a := prepare(a)['tok'], {FREQ})[1], 3",
+         {'0.078, 3': "the step-0 evaluation taken for the baseline", f"(tok_a := prepare(a)['tok'], {FREQ})[1], 0":
+          'on the plateau taken for under the baseline', '1 / 2000, 3': 'a uniform guess'}),
+        ('keys, acc0 = None, None', '5, 0.0', {'0, 0.399': "the shipped model's", '5, 0.399': "the shipped model's "
+                                               'accuracy', '6, 0.0': 'the pooler counted'}),
+        ('same = None', "{'order', 'init'}", {"{'order'}": 'the weights taken as drawn after the masks',
+                                              'set()': 'one stream', "{'order', 'init', 'masks'}": 'masks unchanged'}),
+    ],
+    '04_electra': [
+        ('always_original = None', '1 - 0.15 * 0.9',
+         {'0.85': '1 - p: every picked token taken as replaced', '0.135': 'the replaced share'}),
+        ('by_sampling, by_argmax = None, None', '0.1, 0.0',
+         {'0.9, 0.1': 'the kept share', '0.1, 0.1': 'the argmax taken as sampling', '0.0, 0.0': 'no sampling'}),
+    ],
+    '05_finetune': [
+        ('by_chance = None',
+         "(lambda t: float(np.bincount([y for _, y in t.train], minlength=6) / len(t.train) @ "
+         "np.bincount([y for _, y in t.test], minlength=6) / len(t.test)))(verse_task('section'))",
+         {'1 / 6': 'uniform guessing', "majority(verse_task('section'))": "the majority's share",
+          "(lambda t: float(sum((np.bincount([y for _, y in t.train]) / len(t.train)) ** 2)))(verse_task('section'))":
+              'the training set against itself'}),
+        ('rates = None', '[5e-5, 3e-5, 2e-5]',
+         {'[1e-3, 1e-4]': "this chapter's small encoder", '[5e-5, 4e-5, 3e-5, 2e-5]': 'a rate BERT did not try',
+          '[2e-5]': 'one of them'}),
+    ],
 }
 
-def run(stem: str) -> CaptureShell:
+def run(stem: str) -> tuple[CaptureShell, object]:
     "The notebook run as nbdev_test runs it (slow cells skipped), its state kept."
     shell, nb, cwd = CaptureShell(), read_nb(NBS / f'{stem}.ipynb'), os.getcwd()
     skip = lambda c: c.cell_type != 'code' or any(l.startswith(('#| slow', '#| notest')) for l in c.source.splitlines())
@@ -28,12 +107,40 @@ def run(stem: str) -> CaptureShell:
     finally: os.chdir(cwd)
     return shell, nb
 
+def answered(cell: str, line: str, answer: str) -> str:
+    return cell.replace(line, line.split(' = ')[0] + ' = ' + answer)
+
 @pytest.mark.parametrize('stem', ANSWERS)
-def test_checking_cells_accept_the_right_answer_and_reject_a_wrong_one(stem):
+def test_checking_cells_accept_the_right_answer_and_reject_the_likely_wrong_ones(stem):
     shell, nb = run(stem)
-    for line, right, wrong in ANSWERS[stem]:
-        cell = next(c for c in nb.cells if c.cell_type == 'code' and line in c.source)
-        for answer, ok in ((right, True), (wrong, False)):
+    cwd = os.getcwd(); os.chdir(NBS)
+    try:
+        for line, right, wrongs in ANSWERS[stem]:
+            cell = next(c for c in nb.cells if c.cell_type == 'code' and line in c.source)
             shell.exc = None
-            shell.run(cell.source.replace(line, line.replace('None, None', answer).replace('None', answer)))
-            assert (shell.exc is None) == ok, (stem, line, answer, shell.exc)
+            shell.run(cell.source)  # unanswered: a hint, no error
+            assert shell.exc is None, (stem, line, shell.exc)
+            for answer, ok in [(right, True)] + [(w, False) for w in wrongs]:
+                shell.exc = None
+                shell.run(answered(cell.source, line, answer))
+                if ok: assert shell.exc is None, (stem, line, 'the right answer refused', shell.exc)
+                else: assert isinstance(shell.exc, AssertionError), (stem, line, answer, wrongs[answer], shell.exc)
+    finally: os.chdir(cwd)
+
+def test_every_exercise_has_a_checking_cell_tested_here():
+    "Each numbered exercise of a chapter has its '# Exercise N, checked' cell, and each such cell is in ANSWERS."
+    for stem in ANSWERS:
+        cells = [''.join(c['source']) for c in json.loads((NBS / f'{stem}.ipynb').read_text())['cells']]
+        text = next(s for s in cells if '## Exercises' in s).split('## Exercises')[1]
+        asked = re.findall(r'^(\d+)\. ', text, re.M)
+        checked = [re.match(r'# Exercise (\d+), checked', s).group(1) for s in cells if s.startswith('# Exercise ')]
+        assert asked == checked and len(checked) == len(ANSWERS[stem]), (stem, asked, checked)
+        assert all(any(line in s for s in cells) for line, _, _ in ANSWERS[stem]), stem
+
+def test_no_checking_cell_shows_its_answer():
+    "A checking cell only calls `check`: no expected value, formula or test_ on the page (#44)."
+    for stem in ANSWERS:
+        for c in json.loads((NBS / f'{stem}.ipynb').read_text())['cells']:
+            s = ''.join(c['source'])
+            if s.startswith('# Exercise '):
+                assert 'test_' not in s and 'assert' not in s and s.rstrip().splitlines()[-1].startswith('check('), s
