@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check bench bench-demo readme sync mutants golden kjv
+.PHONY: demo test docs docs-check bench bench-demo bench-electra bench-finetune readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -63,6 +63,14 @@ bench: .venv/.installed
 # The default recipe against the stock transformers one, 5 minutes each on the same split (about 11 minutes).
 bench-demo: .venv/.installed
 	cd bench && ../$(PY) demo.py
+
+# Chapter 04's ELECTRA against MLM at the same FLOPs, three seeds (bench/electra.json; about an hour on 2 cores).
+bench-electra: .venv/.installed
+	cd bench && ../$(PY) electra.py --steps 2000 --seeds 0 1 2
+
+# Chapter 05's fine-tuning baselines and encoders (bench/finetune.json).
+bench-finetune: .venv/.installed
+	cd bench && ../$(PY) finetune.py
 
 # Mutation testing (minutes, not part of `make test`): each fault in tools/mutants.py applied to a scratch copy, the tests
 # run against it, a table of who killed it; exits non-zero when a fault survives.
