@@ -25,7 +25,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
 from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, write_dir,
                            _write_safetensors, _write_text)
-from .speed import run_layers, _gelu
+from .speed import _encode, _attend, _gelu, _labelled_rows
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
 
@@ -245,13 +245,6 @@ class BertConfig:
         if unknown := set(d) - {f.name for f in fields(cls)}:
             raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
         return cls(**d)
-    @classmethod
-    def from_hf(cls, d: dict) -> BertConfig:
-        "A BertConfig from a transformers BERT config dict (`config.json`; section 4.2)."
-        return cls(**_from_hf(d))
-    def to_hf(self) -> dict:
-        "This config as a transformers BertConfig dict (section 4.2)."
-        return _to_hf(self)
 
 # %% ../nbs/02_bert.ipynb #cf91056a
 def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
@@ -279,7 +272,7 @@ class BertAttention(nn.Module):
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "(B, T, d) -> (B, T, d); `bias` is M, additive, (B, 1, 1|T, T)."
         q, k, v = self.qkv(h).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout * self.training)
+        y = _attend(q, k, v, bias, self.dropout * self.training)  # SDPA (float32 under a CPU's bf16: app. 14)
         return self.o(y.transpose(1, 2).flatten(2))   # the heads side by side (B, T, d), then W_o
 
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -341,16 +334,14 @@ class BertEncoder(nn.Module):
         s = self.type_emb.weight[0] if token_type_ids is None else self.type_emb(token_type_ids)
         return self.emb_ln(x + self.pos_emb.weight[:x.shape[1]] + s)
     def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None, *, input_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
-                output_hidden_states: bool = False, output_attentions: bool = False,
-                output_pooled: bool = False) -> torch.Tensor | EncoderOutput:
-        "(B, T) ids -> (B, T, d), or an EncoderOutput if asked for more; attn_mask: 1 real, 0 pad."
-        ids, attn_mask = _check_call(self, ids, attn_mask, input_ids, attention_mask, output_pooled)
-        h = self.drop(self.embed(ids, token_type_ids, inputs_embeds))
-        h, hs, ws = run_layers(self.layers, h, attn_mask, _attn_bias(attn_mask, h.dtype),
-                               output_hidden_states, output_attentions)
-        return EncoderOutput(h, self.pooler and self.pooler(h), hs, ws) if output_pooled or hs or ws else h
+                attn_mask: torch.Tensor | None = None, **more: torch.Tensor | bool
+                ) -> torch.Tensor | EncoderOutput:
+        "(B, T) ids -> (B, T, d); attn_mask: 1 real, 0 pad. `more`: transformers' names, more outputs."
+        if attn_mask is not None or more:  # the seam: padding, transformers' names, more outputs (app. 14)
+            return _encode(self, ids, token_type_ids, attn_mask, **more)
+        h = self.drop(self.embed(ids, token_type_ids))
+        for layer in self.layers: h = layer(h)  # h^l = Layer_l(h^(l-1))
+        return h
 
 # %% ../nbs/02_bert.ipynb #0a59a554
 class BertPooler(nn.Module):
@@ -392,12 +383,6 @@ class MLMHead(nn.Module):
         return self.decode(self.transform(h), word_emb)
 
 # %% ../nbs/02_bert.ipynb #4b42e653
-def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
-    "(flat indices of the labelled positions, padded with row 0 to a multiple of 64; how many are real)."
-    at = (labels != -100).flatten().nonzero().squeeze(1)
-    # a new matmul shape every step makes oneDNN cache a new kernel every step, and memory grows without end
-    return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
-
 def _mlm_loss(logits, labels):
     "Mean cross-entropy over labels != -100; 0 (with a graph) when there are none."
     n = (labels != -100).sum()
@@ -604,10 +589,16 @@ def _from_hf(d: dict) -> dict:
     if missing: raise ValueError(f"config lacks {missing}")
     return {ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d}
 
-def _to_hf(c) -> dict:
+def _to_hf(c: BertConfig) -> dict:
+    "A BertConfig as a transformers BertConfig dict (`config.json`)."
     return {'model_type': 'bert', **{hf: getattr(c, ours) for ours, hf in _HF_CONFIG.items()},
             'attention_probs_dropout_prob': c.attn_p, 'hidden_act': 'gelu',
             'position_embedding_type': 'absolute', 'initializer_range': 0.02}
+
+def _config_from_hf(cls, d: dict) -> BertConfig:
+    "A BertConfig from a transformers BERT config dict (`config.json`)."
+    return cls(**_from_hf(d))
+BertConfig.from_hf, BertConfig.to_hf = classmethod(_config_from_hf), _to_hf  # BertConfig's, from here
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
 def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):

@@ -10,14 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch.func import vjp, vmap
 from torch.nn.attention import sdpa_kernel, SDPBackend
-from .bert import ACTIONS, BertEncoder, BertForMLM, BertLayer, _word_starts, mlm_mask
-from .checks import _check_ids, _check_shares, _check_special, _to_numpy
+from .bert import ACTIONS, BertConfig, BertEncoder, BertForMLM, BertLayer, _word_starts, mlm_mask
+from .checks import _check_ids, _check_int, _check_real, _check_shares, _check_special, _to_numpy
 
 # %% auto #0
 __all__ = ['SHOWN', 'shown_grid', 'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'word_mask_stats',
            'plot_draws', 'plot_shown', 'plot_pick_rate', 'plot_batch', 'plot_mask_rates', 'plot_word_masking',
            'plot_input', 'plot_layer', 'plot_attention_maps', 'plot_init', 'position_loss', 'plot_position_loss',
-           'attention_reach', 'plot_attention_reach', 'plot_layer_diffs']
+           'attention_reach', 'plot_attention_reach', 'plot_layer_diffs', 'rounding']
 
 # %% ../nbs/13_diagnostics.ipynb #372f74cb
 SHOWN = ('not picked', '[MASK]', 'another token', 'itself')
@@ -351,3 +351,14 @@ def plot_layer_diffs(diffs: dict[str, list[float]], tol: float):
     ax.set(yscale='log', title='ours against transformers, layer by layer', xlabel='layer (0: embeddings)',
            ylabel='max |difference|'); ax.legend(fontsize=8)
     return fig
+
+# %% ../nbs/13_diagnostics.ipynb #ae113dbc
+def rounding(cfg: BertConfig, T: int, scale: float, u: float = 2**-24) -> float:
+    "How far two computations of one encoder's output, of size `scale`, may differ: worst case, n u per sum."
+    if not all(isinstance(getattr(cfg, k, None), int) for k in ('d_model', 'n_heads', 'n_layers', 'd_ff')):
+        raise TypeError(f"cfg must be a BertConfig, got {type(cfg).__name__}")  # its sizes, duck-typed
+    T = _check_int('T', T, 1)
+    scale, u = _check_real('scale', scale, 0), _check_real('u', u, 0, 1, open_lo=True)
+    d = cfg.d_model
+    layer = d + d // cfg.n_heads + T + d + 2 * d + d + cfg.d_ff + 2 * d  # the sums along one layer
+    return 2 * (cfg.n_layers + 1) * layer * u * scale  # + 1: the embeddings' LN and the head

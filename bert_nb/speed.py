@@ -8,7 +8,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .checks import _check_like
+from .checks import _check_call, _check_like
 
 # %% auto #0
 __all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'layer_times', 'plot_unpadding']
@@ -70,6 +70,25 @@ def run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor |
         x = layer_tokens(layer, x, bias, B, T, at)
         if output_hidden_states: hs.append(out(x))
     return (hs[-1], tuple(hs), None) if output_hidden_states else (out(x), None, None)
+
+# %% ../nbs/14_speed.ipynb #b1c44698
+def _encode(enc: nn.Module, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
+           attn_mask: torch.Tensor | None = None, *, input_ids: torch.Tensor | None = None,
+           attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
+           output_hidden_states: bool = False, output_attentions: bool = False, output_pooled: bool = False):
+    "BertEncoder.forward past its plain call: padded rows on their real tokens, transformers' names, outputs."
+    from bert_nb.bert import EncoderOutput, _attn_bias  # the encoder's module, which imports this one
+    ids, attn_mask = _check_call(enc, ids, attn_mask, input_ids, attention_mask, output_pooled)
+    h = enc.drop(enc.embed(ids, token_type_ids, inputs_embeds))
+    h, hs, ws = run_layers(enc.layers, h, attn_mask, _attn_bias(attn_mask, h.dtype), output_hidden_states,
+                           output_attentions)
+    return EncoderOutput(h, enc.pooler and enc.pooler(h), hs, ws) if output_pooled or hs or ws else h
+
+# %% ../nbs/14_speed.ipynb #2438dfc3
+def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
+    "(flat indices of the labelled positions, padded with row 0 to a multiple of 64; how many are real)."
+    at = (labels != -100).flatten().nonzero().squeeze(1)
+    return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
 
 # %% ../nbs/14_speed.ipynb #37c850b6
 F32_ATTN_T = 128  # the longest rows whose attention trains in float32 on a CPU under bf16 autocast

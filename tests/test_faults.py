@@ -25,19 +25,23 @@ from bert_nb.pretrain import pack_rows
 CFG = BertConfig(60, max_len=16, d_model=32, n_heads=2, n_layers=2, d_ff=64, dropout=0.3, attn_dropout=0.0)
 
 def test_dropout_falls_where_the_chapters_layer_puts_it():
-    """In training, the encoder's fast path (every token at once, `layer_tokens`) draws its dropout masks where the
-    chapter's BertLayer.forward does: after the embeddings, after attention, after the feed-forward. The same torch
-    seed, the same masks, the same output; every encoder test ran with dropout 0."""
+    """In training, the encoder's fast path (`encode`: every token of a batch given a mask, `layer_tokens`) draws
+    its dropout masks where the chapter's loop over BertLayer.forward does: after the embeddings, after attention,
+    after the feed-forward. The same torch seed, the same masks, the same output; every encoder test ran with
+    dropout 0."""
     enc = BertEncoder(CFG, PCG32(0)).train()
     ids = torch.randint(5, 60, (4, 16), generator=torch.Generator().manual_seed(0))
-    torch.manual_seed(1); h = enc.drop(enc.embed(ids))
-    for layer in enc.layers: h = layer(h)
-    torch.manual_seed(1); got = enc(ids)
+    real = torch.ones_like(ids)  # a mask, none of it padding: the seam's path, on all B*T tokens
+    torch.manual_seed(1); h = enc(ids)  # the chapter's loop
+    torch.manual_seed(1); got = enc(ids, attn_mask=real)
     # the same masks and the same formula, summed in other orders (SDPA against the chapter's softmax): tol.py's bound
     torch.testing.assert_close(got, h, rtol=0, atol=encoder_tol(CFG, 16, torch.float32, h.abs().max().item()))
-    torch.manual_seed(1); again = enc(ids)
-    torch.manual_seed(2); other = enc(ids)
+    torch.manual_seed(1); again = enc(ids, attn_mask=real)
+    torch.manual_seed(2); other = enc(ids, attn_mask=real)
     assert torch.equal(got, again) and not torch.equal(got, other)  # dropout is on, and seeded by torch alone
+    torch.manual_seed(1); plain = enc.drop(enc.embed(ids))
+    for layer in enc.layers: plain = layer(plain)
+    assert torch.equal(plain, h)  # the chapter's forward is its loop, draw for draw
 
 def test_the_real_token_path_drops_out_at_the_same_rate(monkeypatch):
     "Padded, the fast path runs the real tokens only: their embeddings drop out at p, the padding's never matter."
@@ -251,3 +255,12 @@ def test_the_bag_of_words_weight_is_chosen_without_the_test_set():
     decays = (1e-4, 1.0, 100.0)
     (acc, w), (acc2, w2) = bag_of_words(tok, task, decays), bag_of_words(tok, flipped(task, 'test'), decays)
     assert w == w2 and acc + acc2 == pytest.approx(1.0)
+
+def test_rounding_counts_the_sums_along_each_layer():
+    """The chapters' float32 tolerance: n u per sum, the sums of a layer counted here from its formula (q, k, v,
+    the scores, the weighted values, W_o, a LayerNorm, W_in, W_out, a LayerNorm), L + 1 layers, two computations."""
+    from bert_nb.diagnostics import rounding
+    cfg, T = BertConfig(100, d_model=48, n_heads=3, n_layers=4, d_ff=80), 9
+    sums = {'qkv': 48, 'scores': 48 // 3, 'values': T, 'o': 48, 'ln1': 2 * 48, 'in': 48, 'out': 80, 'ln2': 2 * 48}
+    assert rounding(cfg, T, 3.0, u=2**-10) == 2 * (4 + 1) * sum(sums.values()) * 2**-10 * 3.0
+

@@ -418,6 +418,18 @@ def cases(tmp: Path, minilm: Path) -> dict:
     c['#43 two nodes given other --steps'] = lambda: nodes(tmp, ['--corpus', corpus, '--steps', 6, *tiny], ['--corpus', corpus, '--steps', 4, *tiny])
     c['#43 a node without its --data'] = lambda: nodes(tmp, ['--data', tmp / 'prep', '--steps', 6, *tiny[:-2]],
                                                        ['--data', tmp / 'none', '--steps', 6, *tiny[:-2]])
+    # #44: the chapter's encoder loop and its seam, the rounding bound the chapters' checks allow
+    from bert_nb.diagnostics import rounding
+    for name, f in {'encoder with an unknown keyword': lambda: enc(ids, attn_maks=torch.ones_like(ids)),
+                    'encoder without ids': lambda: enc(),
+                    'encoder of 3-D ids, no mask': lambda: enc(ids[None]),
+                    'rounding of a dict': lambda: rounding({'d_model': 4}, 4, 1.0),
+                    'rounding T 0': lambda: rounding(B.BertConfig(10), 0, 1.0),
+                    'rounding scale nan': lambda: rounding(B.BertConfig(10), 4, float('nan')),
+                    'rounding u 0': lambda: rounding(B.BertConfig(10), 4, 1.0, u=0.0)}.items():
+        c[f'#44 {name}'] = lambda f=f: api(f)
+    c['#44 encoder, plain call'] = lambda: api(lambda: enc(ids), bad=False)
+    c['#44 rounding'] = lambda: api(lambda: rounding(B.BertConfig(10), 4, 1.0), bad=False)
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:

@@ -294,8 +294,8 @@ FAULTS_T = ['tests/test_faults.py']
 NODES = ['tests/test_reliability.py', '-k', 'agree or dies']
 # Round 5 (#43): a fault in each area where the audit's hidden faults survived, and in the code this round wrote.
 FAULTS += [
-    Fault('h01', 'no dropout after the embeddings', 'bert.py', 'class BertEncoder(',
-          'h = self.drop(self.embed(ids, token_type_ids, inputs_embeds))', 'h = self.embed(ids, token_type_ids, inputs_embeds)',
+    Fault('h01', 'no dropout after the embeddings (a padded batch)', 'speed.py', 'def encode(',
+          'h = enc.drop(enc.embed(ids, token_type_ids, inputs_embeds))', 'h = enc.embed(ids, token_type_ids, inputs_embeds)',
           FAULTS_T + ['-k', 'dropout or drops']),
     Fault('h02', "the fast path drops nothing after attention", 'speed.py', 'def layer_tokens(',
           'return layer.ff(layer.attn_ln(x + layer.drop(y)))', 'return layer.ff(layer.attn_ln(x + y))', FAULTS_T + ['-k', 'dropout']),
@@ -387,6 +387,22 @@ FAULTS += [
     Fault('n20', 'the encoder takes an attn_mask of 2s', 'checks.py', 'def _check_call(',
           "if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)", 'pass',
           ['tests/test_entries.py', '-k', 'twos']),
+]
+
+# #44: the chapter's encoder runs its layers as the equation's loop; padding and the rest go through `encode`.
+FAULTS += [
+    Fault('q01', 'no dropout after the embeddings (the chapter\'s loop)', 'bert.py', 'class BertEncoder(',
+          'h = self.drop(self.embed(ids, token_type_ids))', 'h = self.embed(ids, token_type_ids)',
+          FAULTS_T + ['-k', 'dropout or drops']),
+    Fault('q02', 'the loop skips the last layer', 'bert.py', 'class BertEncoder(',
+          'for layer in self.layers: h = layer(h)', 'for layer in self.layers[:-1]: h = layer(h)', ENCODER),
+    Fault('q03', 'a padded batch taken through the loop, its mask dropped', 'bert.py', 'class BertEncoder(',
+          'if attn_mask is not None or more:', 'if more:', ENCODER),
+    Fault('q04', 'the rounding bound leaves out the embeddings and the head', 'diagnostics.py', 'def rounding(',
+          'return 2 * (cfg.n_layers + 1) * layer * u * scale', 'return 2 * cfg.n_layers * layer * u * scale',
+          FAULTS_T + ['-k', 'rounding']),
+    Fault('q05', 'the rounding bound without the keys of the weighted values', 'diagnostics.py', 'def rounding(',
+          'd + d // cfg.n_heads + T + d', 'd + d // cfg.n_heads + d', FAULTS_T + ['-k', 'rounding']),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:
