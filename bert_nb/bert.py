@@ -23,8 +23,8 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import (_read_json, _read_safetensors, _read_bin, _recover, _saves, write_dir,
-                           _write_safetensors, _write_text)
+from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _recover, _saves,
+                           write_dir, _write_safetensors, _write_text)
 from .speed import _encode, _attend, _gelu, _labelled_rows
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
@@ -245,6 +245,13 @@ class BertConfig:
         if unknown := set(d) - {f.name for f in fields(cls)}:
             raise ValueError(f"unknown BertConfig keys: {sorted(unknown)}")
         return cls(**d)
+    @classmethod
+    def from_hf(cls, d: dict) -> BertConfig:
+        "A BertConfig from a transformers BERT config dict (`config.json`; section 4.2)."
+        return cls(**_from_hf(d))
+    def to_hf(self) -> dict:
+        "This config as a transformers BertConfig dict (section 4.2)."
+        return _to_hf(self)
 
 # %% ../nbs/02_bert.ipynb #cf91056a
 def _attn_bias(attn_mask: torch.Tensor | None, dtype) -> torch.Tensor | None:
@@ -568,37 +575,6 @@ def load_hf_bert(model: nn.Module, sd: dict, strict: bool = True) -> nn.Module:
     if r.dropped or r.initialised:
         warnings.warn(f"loading BERT weights into a {type(model).__name__}: {r}", stacklevel=2)
     return model
-
-# %% ../nbs/02_bert.ipynb #e30e8bb7
-_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
-                  n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
-                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps',
-                  attn_dropout='attention_probs_dropout_prob')
-
-def _from_hf(d: dict) -> dict:
-    "BertConfig's fields from a transformers BERT config dict; a config of another model is refused."
-    musts = [('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'),
-             ('is_decoder', False), ('add_cross_attention', False)]  # a decoder reads one direction only
-    for key, want in musts:
-        if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
-    archs = d.get('architectures') or []  # a RoBERTa config may lack model_type, but names RobertaModel here
-    if not isinstance(archs, list) or any(not (isinstance(a, str) and a.startswith('Bert')) for a in archs):
-        raise ValueError(f"architectures must name BERT models, got {archs!r}")
-    required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
-    missing = [k for k in required if k not in d]
-    if missing: raise ValueError(f"config lacks {missing}")
-    return {ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d}
-
-def _to_hf(c: BertConfig) -> dict:
-    "A BertConfig as a transformers BertConfig dict (`config.json`)."
-    return {'model_type': 'bert', **{hf: getattr(c, ours) for ours, hf in _HF_CONFIG.items()},
-            'attention_probs_dropout_prob': c.attn_p, 'hidden_act': 'gelu',
-            'position_embedding_type': 'absolute', 'initializer_range': 0.02}
-
-def _config_from_hf(cls, d: dict) -> BertConfig:
-    "A BertConfig from a transformers BERT config dict (`config.json`)."
-    return cls(**_from_hf(d))
-BertConfig.from_hf, BertConfig.to_hf = classmethod(_config_from_hf), _to_hf  # BertConfig's, from here
 
 # %% ../nbs/02_bert.ipynb #a2d47a63
 def _check_weights(config: BertConfig, shapes: dict[str, tuple], where: Path):

@@ -251,3 +251,29 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dir
+
+# %% ../nbs/11_files.ipynb #fef0ce9b
+_HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
+                  n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
+                  type_vocab='type_vocab_size', dropout='hidden_dropout_prob', ln_eps='layer_norm_eps',
+                  attn_dropout='attention_probs_dropout_prob')
+
+def _from_hf(d: dict) -> dict:
+    "BertConfig's fields from a transformers BERT config dict; a config of another model is refused."
+    musts = [('model_type', 'bert'), ('hidden_act', 'gelu'), ('position_embedding_type', 'absolute'),
+             ('is_decoder', False), ('add_cross_attention', False)]  # a decoder reads one direction only
+    for key, want in musts:
+        if d.get(key, want) != want: raise ValueError(f"{key} must be {want!r} for BERT, got {d[key]!r}")
+    archs = d.get('architectures') or []  # a RoBERTa config may lack model_type, but names RobertaModel here
+    if not isinstance(archs, list) or any(not (isinstance(a, str) and a.startswith('Bert')) for a in archs):
+        raise ValueError(f"architectures must name BERT models, got {archs!r}")
+    required = ['vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size']
+    missing = [k for k in required if k not in d]
+    if missing: raise ValueError(f"config lacks {missing}")
+    return {ours: d[hf] for ours, hf in _HF_CONFIG.items() if hf in d}
+
+def _to_hf(c) -> dict:
+    "A BertConfig as a transformers BertConfig dict (`config.json`)."
+    return {'model_type': 'bert', **{hf: getattr(c, ours) for ours, hf in _HF_CONFIG.items()},
+            'attention_probs_dropout_prob': c.attn_p, 'hidden_act': 'gelu',
+            'position_embedding_type': 'absolute', 'initializer_range': 0.02}

@@ -53,11 +53,15 @@ MIN_TEXT_PX = 9  # the smallest text a figure may show at 1280 px: the em of its
 ANSI = re.compile(r'\x1b|\[[0-9;]{1,8}m')  # a terminal's colour codes: ESC, or what is left when ESC is dropped
 TEMP = re.compile(r'(?:/tmp|/var/tmp|/var/folders|/private/var)/\S*|\btmp[a-z0-9_]{8}\b')  # tempfile's names
 
+# what differs on every machine: Trainer's and tqdm's rates and runtimes
+TIMING = re.compile(r'\b(?:train_runtime|\w+_per_second)\b|\d+(?:\.\d+)? ?(?:it/s|s/it)\b')
+
 def output_problems(text: str) -> list[str]:
-    "What a reader must not see in an output: a warning, a terminal's escape codes, a temporary path."
+    "What a reader must not see in an output: a warning, escape codes, a temporary path, a machine's timings."
     found = [f'a warning in an output: {w}' for w in re.findall(r'\w*Warning\b[^\n]{0,60}', text)]
     found += [f'terminal escape codes in an output: {m.group()!r}' for m in ANSI.finditer(text)][:1]
     found += [f'a temporary path in an output: {m.group()}' for m in TEMP.finditer(text)][:1]
+    found += [f'a timing of this machine in an output: {m.group()}' for m in TIMING.finditer(text)][:1]
     return found
 
 def figure(f: dict, say):
