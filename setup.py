@@ -11,13 +11,8 @@ expected = cfg_keys + "lib_name user branch license status min_python audience l
 for o in expected: assert o in cfg, "missing expected setting: {}".format(o)
 setup_cfg = {o:cfg[o] for o in cfg_keys}
 
-licenses = {
-    'apache2': ('Apache Software License 2.0','OSI Approved :: Apache Software License'),
-    'mit': ('MIT License', 'OSI Approved :: MIT License'),
-    'gpl2': ('GNU General Public License v2', 'OSI Approved :: GNU General Public License v2 (GPLv2)'),
-    'gpl3': ('GNU General Public License v3', 'OSI Approved :: GNU General Public License v3 (GPLv3)'),
-    'bsd3': ('BSD License', 'OSI Approved :: BSD License'),
-}
+# SPDX license expressions: setuptools deprecates license classifiers (and says so at every build)
+licenses = {'apache2': 'Apache-2.0', 'mit': 'MIT', 'gpl2': 'GPL-2.0-only', 'gpl3': 'GPL-3.0-only', 'bsd3': 'BSD-3-Clause'}
 statuses = [ '1 - Planning', '2 - Pre-Alpha', '3 - Alpha',
     '4 - Beta', '5 - Production/Stable', '6 - Mature', '7 - Inactive' ]
 py_versions = '3.6 3.7 3.8 3.9 3.10 3.11 3.12'.split()
@@ -25,21 +20,21 @@ py_versions = '3.6 3.7 3.8 3.9 3.10 3.11 3.12'.split()
 requirements = shlex.split(cfg.get('requirements', ''))
 if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_requirements', ''))
 min_python = cfg['min_python']
-lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = (cfg.get('dev_requirements') or '').split()
 
-# package data (the bundled corpus) is listed in MANIFEST.in; include_package_data picks it up
+# package data (the bundled corpus, the shipped model, the golden vectors) is listed in MANIFEST.in and picked up by
+# include_package_data; its folders are listed as (namespace) packages too, or setuptools warns about each at every build
 
 setuptools.setup(
     name = cfg['lib_name'],
-    license = lic[0],
+    license = licenses.get(cfg['license'].lower(), cfg['license']),
     classifiers = [
         'Development Status :: ' + statuses[int(cfg['status'])],
         'Intended Audience :: ' + cfg['audience'].title(),
         'Natural Language :: ' + cfg['language'].title(),
-    ] + ['Programming Language :: Python :: '+o for o in py_versions[py_versions.index(min_python):]] + (['License :: ' + lic[1] ] if lic[1] else []),
+    ] + ['Programming Language :: Python :: '+o for o in py_versions[py_versions.index(min_python):]],
     url = cfg['git_url'],
-    packages = setuptools.find_packages(),
+    packages = setuptools.find_namespace_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data = True,
     install_requires = requirements,
     extras_require={ 'dev': dev_requirements },
