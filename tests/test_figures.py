@@ -13,17 +13,24 @@ from nbrun import directives, made_by  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / 'nbs').glob('*.ipynb'))
 
+CHAPTERS = {'00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune'}
+
 def stale(path: Path) -> list[str]:
-    "What is wrong with the stored figures of the notebook's slow cells."
+    """What is wrong with the notebook's stored figures: a slow cell that draws must store its figure, and so must
+    every drawing cell of a chapter (a reader opens it on GitHub, #44); every stored figure must be stamped with the
+    digest of the code as it is."""
     out = []
     for c in nbformat.read(path, as_version=4).cells:
-        if c.cell_type != 'code' or 'slow' not in directives(c): continue
+        if c.cell_type != 'code': continue
         figs = [o for o in c.outputs if 'image/png' in o.get('data', {})]
-        if re.search(r'\bplot_\w+\(', c.source) and not figs: out.append(f'a slow cell draws but stores no figure')
+        must = 'slow' in directives(c) or path.stem in CHAPTERS and not {'hide', 'export'} & set(directives(c))
+        if must and re.search(r'\bplot_\w+\(|fig-cap:', c.source) and not figs:
+            out.append(f'a cell draws but stores no figure: {c.source.splitlines()[-1][:60]!r}')
         for o in figs:
             if o.metadata.get('image/png', {}).get('made_by') != made_by(c.source):
                 out.append(f'a figure not drawn by the code as it is: {c.source.splitlines()[-1][:60]!r}')
-    return [f'{path.name}: {w} (run `python tools/nbrun.py --slow nbs/{path.name}`)' for w in out]
+    how = '--slow' if path.stem not in CHAPTERS else '--store (and --slow for the slow cells)'
+    return [f'{path.name}: {w} (run `python tools/nbrun.py {how} nbs/{path.name}`)' for w in out]
 
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.stem)
 def test_slow_figures_come_from_the_code_as_it_is(path):
@@ -60,6 +67,17 @@ def test_docs_check_flags_escape_codes_and_temporary_paths():
     assert output_problems('UserWarning: the run did not learn')
     assert not output_problems('held-out accuracy 40.0% after 2,719 steps [x86_64, 2 cores]: 8,192 tokens')
 
+def test_the_site_build_finds_a_warning_in_a_hidden_cell():
+    "Jupyter shows hidden cells: a warning there (tqdm's IProgress, #44) fails the site's build like any other."
+    import nbformat
+    from nbrun import kernel_warnings
+    cell = nbformat.v4.new_code_cell('#| hide\nimport transformers')
+    cell.outputs = [nbformat.v4.new_output('stream', name='stderr', text='tqdm/auto.py:21: TqdmWarning: IProgress not found.')]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    assert kernel_warnings(nb) == ['TqdmWarning: IProgress not found.']
+    cell.outputs[0].text = 'loading 3 files'
+    assert kernel_warnings(nb) == []
+
 def test_docs_check_flags_a_machines_timings():
     "Trainer's closing metrics and a progress bar's rate differ on every machine: not on a page (#44)."
     from docs_check import output_problems
@@ -79,10 +97,23 @@ def test_the_site_build_finds_a_stale_stored_output():
     assert stale_outputs(nb('12 ms\n', '#| varies: a time\n'), nb('15 ms\n', '#| varies: a time\n')) == []
 
 def test_docs_check_flags_a_figure_that_a_phone_cannot_open_full_size():
-    "At 390 px a figure's text is too small to read: it must be a link to itself full size (#34)."
+    """At 390 px a figure's text is too small to read: it must link to the page that shows it at its own size (#34);
+    a link to the bare PNG is not enough, since a phone's browser fits it to the screen again (#44)."""
     from docs_check import on_phone
     said, f = [], dict(src='02_bert_files/x.png', link='', text_px=12.0, shown=358, natural=1100)
     on_phone(f, said.append)
-    assert said and 'no link to itself full size' in said[0] and '3.9 px' in said[0]
-    said.clear(); on_phone(f | dict(link='02_bert_files/x.png'), said.append); assert said == []
-    on_phone(f | dict(link='02_bert_files/x.png', text_px=7.0), said.append); assert 'smallest text is 7.0 px' in said[0]
+    assert said and 'no link to the page' in said[0] and '3.9 px' in said[0]
+    said.clear(); on_phone(f | dict(link='02_bert_files/x.png'), said.append); assert 'no link to the page' in said[0]
+    said.clear(); on_phone(f | dict(link='02_bert_files/x.png.html'), said.append); assert said == []
+    on_phone(f | dict(link='02_bert_files/x.png.html', text_px=7.0), said.append)
+    assert 'smallest text is 7.0 px' in said[0]
+
+def test_the_site_writes_a_page_that_shows_a_figure_at_its_own_size(tmp_path):
+    "The page a phone opens: the PNG at its intrinsic size (no max-width), the page scrolling sideways (#44)."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('site_build', Path(__file__).parents[1] / 'tools' / 'site.py')
+    site = importlib.util.module_from_spec(spec); spec.loader.exec_module(site)
+    (tmp_path / 'x.png').write_bytes(b'')
+    site.full_size(tmp_path / 'x.png')
+    page = (tmp_path / 'x.png.html').read_text()
+    assert '<img src="x.png"' in page and 'max-width: none' in page and 'overflow-x: auto' in page

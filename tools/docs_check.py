@@ -77,10 +77,12 @@ def figure(f: dict, say):
 PHONE = dict(viewport={'width': 390, 'height': 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
 
 def on_phone(f: dict, say):
-    "At 390 px a figure is shown too small to read: it must open full size, where its text is MIN_TEXT_PX or more."
+    """At 390 px a figure is shown too small to read: it must open a page that shows it at its own size (a bare PNG
+    is fitted to the screen again), where its text is MIN_TEXT_PX or more."""
     name, px = f['src'].rsplit('/', 1)[-1], f['text_px'] * f['shown'] / f['natural'] if f['natural'] else 0
-    if f['link'] != f['src']: say(f'{name}: at 390 px its text is {px:.1f} px, and it is no link to itself full size')
-    elif f['text_px'] < MIN_TEXT_PX: say(f"{name}: full size, its smallest text is {f['text_px']} px")
+    if f['link'] != f['src'] + '.html':
+        say(f'{name}: at 390 px its text is {px:.1f} px, and it is no link to the page that shows it at its own size')
+    elif f['text_px'] < MIN_TEXT_PX: say(f"{name}: at its own size, its smallest text is {f['text_px']} px")
 
 def check(site: Path = SITE) -> int:
     pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')

@@ -90,6 +90,11 @@ def text_output(cell) -> str:
             out.append(''.join(o.get('data', {}).get('text/plain', '')))
     return ''.join(out)
 
+def kernel_warnings(nb) -> list[str]:
+    "The warnings a reader's Jupyter shows: every code cell's stderr, hidden ones too (the site drops those)."
+    return [w for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []) if o.get('name') == 'stderr'
+            for w in re.findall(r'\w*Warning\b[^\n]{0,60}', o.get('text', ''))]
+
 def stale_outputs(stored, ran) -> list[str]:
     """The cells whose stored text output is not what their code prints now: a reader of the notebook would see
     numbers the code no longer makes. Cells stored without output, skipped cells, and cells whose output changes
@@ -141,6 +146,21 @@ def run_slow(nb_path: Path):
     nbformat.write(nb, nb_path)
     print(f'ran the slow cells of {nb_path}')
 
+def store(nb_path: Path):
+    """Run the notebook in a kernel as the site's build runs it (one thread) and store every output, each figure
+    stamped `made_by`, so that the notebook shows its numbers and figures where a reader opens it (GitHub, Jupyter);
+    the slow cells keep theirs. The site's build then fails on any stored text the code no longer prints, and
+    tests/test_figures.py on any figure older than its code."""
+    os.environ.setdefault('OMP_NUM_THREADS', '1')
+    ran, nb = in_kernel(nb_path), nbformat.read(nb_path, as_version=4)
+    for c, r in zip(nb.cells, ran.cells):
+        if c.cell_type != 'code' or skip_flags & set(directives(c)): continue
+        for o in r.outputs:
+            if 'image/png' in o.get('data', {}): o.metadata.setdefault('image/png', {})['made_by'] = made_by(c.source)
+        c.outputs = r.outputs
+    nbformat.write(nb, nb_path)
+    print(f'{nb_path}: stored every output')
+
 def inplace(nb_paths):
     from execnb.nbio import write_nb
     for p in nb_paths: write_nb(execute(p), p); print(f'executed {p}')
@@ -152,9 +172,11 @@ if __name__ == '__main__':
     g.add_argument('--inplace', action='store_true', help='run the notebooks (not their slow cells), store outputs')
     g.add_argument('--slow', action='store_true', help="run the notebooks in a kernel, store their slow cells' outputs")
     g.add_argument('--refresh', action='store_true', help='run the notebooks in a kernel, store the stale outputs')
+    g.add_argument('--store', action='store_true', help='run the notebooks in a kernel, store every output')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
     elif a.slow: [run_slow(p) for p in a.nbs]
     elif a.refresh: [refresh(p) for p in a.nbs]
+    elif a.store: [store(p) for p in a.nbs]
     else: inplace(a.nbs)

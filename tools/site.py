@@ -14,7 +14,7 @@ import nbformat
 from markdown.extensions.toc import slugify
 from nbconvert import MarkdownExporter
 from nbconvert.preprocessors import TagRemovePreprocessor
-from nbrun import root, in_kernel, directives, strip_directives, stale_outputs
+from nbrun import root, in_kernel, directives, strip_directives, stale_outputs, kernel_warnings
 
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
@@ -144,6 +144,16 @@ def assets(dest: Path):
                 shim.write_bytes(t.extractfile('package/shim/index.js').read())
     for f in ('extra.css', 'mathjax-config.js'): shutil.copy(TEMPLATES / f, dest / f)
 
+VIEWER = '''<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{name}, full size</title><style>body {{ margin: 0; overflow-x: auto; }} img {{ max-width: none; display: block; }}</style>
+</head><body><img src="{name}" alt="the figure {name} at its own size: scroll sideways to read it"></body></html>
+'''
+
+def full_size(png: Path):
+    "A page beside the figure that shows it at its own size: a phone's browser fits a bare PNG to the screen."
+    png.with_name(png.name + '.html').write_text(VIEWER.format(name=png.name))
+
 def build(execute_nbs: bool = True):
     if SRC.exists(): shutil.rmtree(SRC)
     SRC.mkdir(parents=True)
@@ -154,6 +164,7 @@ def build(execute_nbs: bool = True):
         t = time.perf_counter()
         nb = in_kernel(p)
         stale.extend(f'{stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), nb))
+        stale.extend(f'{stem}: a warning in Jupyter, hidden cells included: {w}' for w in kernel_warnings(nb))
         return nb, time.perf_counter() - t
     # two kernels at a time on one thread each: two of two threads each fought over two cores and took longer
     os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -162,9 +173,10 @@ def build(execute_nbs: bool = True):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
             print(f'page {stem}.md' + (f' (Run All, slow cells skipped: {secs:.0f} s)' if secs else ''))
     if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
-                               '`python tools/nbrun.py --refresh NB`):\n  ' + '\n  '.join(stale))
+                               '`python tools/nbrun.py --refresh NB`), or warnings:\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
     assets(SRC / 'assets')
+    for png in SRC.rglob('*.png'): full_size(png)
     subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '--strict', '-f', str(root / 'mkdocs.yml')],
                    check=True, env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})
     print(f'The site is in {SITE}/ (open {SITE / "index.html"}).')
