@@ -339,20 +339,24 @@ def plot_confusion(cm: np.ndarray, labels: list[str]) -> np.ndarray:
 
 # %% ../nbs/05_finetune.ipynb #1f9e88b5
 def plot_books(books: list[str], right: list[bool]) -> dict[str, float]:
-    """Accuracy on the test verses of each book, in the canon's order, coloured by section: where the hard
-    verses are. Returns each book's accuracy as drawn."""
+    """Accuracy on the test verses of each book, in the canon's order, coloured by section, each book labelled
+    with its number of verses and faded where it has few: where the hard verses are. Returns each book's
+    accuracy as drawn."""
     if len(books) != len(right): raise ValueError(f"books has {len(books)} verses, right {len(right)}")
     if odd := next((b for b in books if b not in SECTION), None):  # it was dropped without a word
         raise ValueError(f"books holds {odd!r}, not a book of the canon (SECTION)")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
+    from matplotlib.colors import to_rgba
     order = list(SECTION)
     acc = {b: float(np.mean([r for b2, r in zip(books, right) if b2 == b])) for b in order if b in books}
     colour = {s: f'C{i}' for i, s in enumerate(LABELS['section'])}
-    fig, ax = plt.subplots(figsize=(9.8, 3.2))
-    ax.bar(range(len(acc)), list(acc.values()), color=[colour[SECTION[b]] for b in acc])
+    fig, ax = plt.subplots(figsize=(9.8, 3.6))
+    n = {b: books.count(b) for b in acc}  # a book of 1 verse is right or wrong: faded, its bar says little
+    ax.bar(range(len(acc)), list(acc.values()), color=[to_rgba(colour[SECTION[b]], min(1, 0.2 + n[b] / 25))
+                                                       for b in acc])
     for s, c in colour.items(): ax.bar(0, 0, color=c, label=s)  # the legend's entries
     ax.set(xticks=range(len(acc)), ylim=(0, 1), ylabel='test accuracy', xlim=(-0.7, len(acc) - 0.3))
-    ax.set_xticklabels(list(acc), rotation=90, fontsize=7.5)
+    ax.set_xticklabels([f'{b} {n[b]}' for b in acc], rotation=90, fontsize=7.5)
     ax.legend(ncol=6, fontsize=8, loc='lower left')
     fig.tight_layout()
     return acc

@@ -261,8 +261,8 @@ class RunArgs:
     out: str | None = None
 
 # %% ../nbs/03_pretrain.ipynb #eb18e76f
-def sinusoid_positions(encoder, scale: float = 0.02):
-    "Start the (still learned) position table from Vaswani et al.'s sinusoids, at the word table's scale."
+def sinusoid_positions(encoder, scale: float = 0.1):
+    "Start the (still learned) position table from Vaswani et al.'s sinusoids, amplitude `scale`."
     T, d = encoder.pos_emb.weight.shape
     pos, i = torch.arange(T)[:, None], torch.arange(0, d, 2)
     angle = pos / 10000 ** (i / d)
