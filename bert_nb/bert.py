@@ -18,14 +18,14 @@ from .wordpiece import SPECIALS, WordPieceTokenizer
 # %% auto #0
 __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'mlm_mask', 'special_ids',
            'mlm_batch', 'BertConfig', 'BertAttention', 'BertLayer', 'init_weights', 'BertEncoder', 'BertPooler',
-           'EncoderOutput', 'MLMHead', 'MLMOutput', 'BertForMLM', 'hf_encoder_names', 'hf_bert_encoder_sd',
-           'LoadReport', 'load_hf_bert', 'load_bert', 'save_bert', 'save_parts', 'load_parts']
+           'MLMHead', 'MLMOutput', 'BertForMLM', 'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert',
+           'load_bert', 'save_bert', 'save_parts', 'load_parts']
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
 from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _recover, _saves,
                            write_dir, _write_safetensors, _write_text)
-from .speed import _encode, _attend, _gelu, _labelled_rows
+from .speed import EncoderOutput, _encode, _attend, _gelu, _labelled_rows
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
 
@@ -345,7 +345,7 @@ class BertEncoder(nn.Module):
                 ) -> torch.Tensor | EncoderOutput:
         "(B, T) ids -> (B, T, d); attn_mask: 1 real, 0 pad. `more`: transformers' names, more outputs."
         if attn_mask is not None or more:  # the seam: padding, transformers' names, more outputs (app. 14)
-            return _encode(self, ids, token_type_ids, attn_mask, **more)
+            return _encode(self, _attn_bias, ids, token_type_ids, attn_mask, **more)  # _attn_bias: M
         h = self.drop(self.embed(ids, token_type_ids))
         for layer in self.layers: h = layer(h)  # h^l = Layer_l(h^(l-1))
         return h
@@ -358,15 +358,6 @@ class BertPooler(nn.Module):
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor: return torch.tanh(self.dense(h[:, 0]))
-
-class EncoderOutput(NamedTuple):
-    "What BertEncoder returns when asked for more than the last hidden state."
-    last_hidden_state: torch.Tensor                 # (B, T, d_model)
-    pooled: torch.Tensor | None                     # (B, d_model), when the encoder has a pooler
-    hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 of (B, T, d_model), embeddings first
-    attentions: tuple[torch.Tensor, ...] | None     # n_layers of (B, n_heads, T, T)
-    @property
-    def pooler_output(self) -> torch.Tensor | None: return self.pooled  # transformers' name for it
 
 # %% ../nbs/02_bert.ipynb #19736d17
 class MLMHead(nn.Module):

@@ -5,13 +5,14 @@
 # %% ../nbs/14_speed.ipynb #24dd5a02
 from __future__ import annotations
 import time
+from typing import NamedTuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from .checks import _check_call, _check_like
 
 # %% auto #0
-__all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'layer_times', 'plot_unpadding']
+__all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'EncoderOutput', 'layer_times', 'plot_unpadding']
 
 # %% ../nbs/14_speed.ipynb #0ff43425
 def _gelu(x: torch.Tensor) -> torch.Tensor:
@@ -72,15 +73,24 @@ def run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor |
     return (hs[-1], tuple(hs), None) if output_hidden_states else (out(x), None, None)
 
 # %% ../nbs/14_speed.ipynb #b1c44698
-def _encode(enc: nn.Module, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
-           attn_mask: torch.Tensor | None = None, *, input_ids: torch.Tensor | None = None,
-           attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
-           output_hidden_states: bool = False, output_attentions: bool = False, output_pooled: bool = False):
+class EncoderOutput(NamedTuple):
+    "What BertEncoder returns when asked for more than the last hidden state."
+    last_hidden_state: torch.Tensor                 # (B, T, d_model)
+    pooled: torch.Tensor | None                     # (B, d_model), when the encoder has a pooler
+    hidden_states: tuple[torch.Tensor, ...] | None  # n_layers + 1 of (B, T, d_model), embeddings first
+    attentions: tuple[torch.Tensor, ...] | None     # n_layers of (B, n_heads, T, T)
+    @property
+    def pooler_output(self) -> torch.Tensor | None: return self.pooled  # transformers' name for it
+
+def _encode(enc: nn.Module, bias_of, ids: torch.Tensor | None = None,
+            token_type_ids: torch.Tensor | None = None, attn_mask: torch.Tensor | None = None, *,
+            input_ids: torch.Tensor | None = None,
+            attention_mask: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
+            output_hidden_states: bool = False, output_attentions: bool = False, output_pooled: bool = False):
     "BertEncoder.forward past its plain call: padded rows on their real tokens, transformers' names, outputs."
-    from bert_nb.bert import EncoderOutput, _attn_bias  # the encoder's module, which imports this one
     ids, attn_mask = _check_call(enc, ids, attn_mask, input_ids, attention_mask, output_pooled)
     h = enc.drop(enc.embed(ids, token_type_ids, inputs_embeds))
-    h, hs, ws = run_layers(enc.layers, h, attn_mask, _attn_bias(attn_mask, h.dtype), output_hidden_states,
+    h, hs, ws = run_layers(enc.layers, h, attn_mask, bias_of(attn_mask, h.dtype), output_hidden_states,
                            output_attentions)
     return EncoderOutput(h, enc.pooler and enc.pooler(h), hs, ws) if output_pooled or hs or ws else h
 
