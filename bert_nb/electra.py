@@ -186,7 +186,7 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
     ax1.plot(steps, drawn['gen_acc'], label='generator accuracy (argmax)')
     ax1.plot(steps, drawn['replaced'], label='picked positions replaced')
     ax1.set(title='generator', xlabel='step', ylim=(0, 1))
-    for ax in (ax0, ax1): ax.legend(loc='center right')
+    for ax in (ax0, ax1): ax.legend(loc='best')  # clear of the curves, wherever they end
     fig.tight_layout()
     return drawn
 
