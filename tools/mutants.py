@@ -389,7 +389,7 @@ FAULTS += [
           ['tests/test_entries.py', '-k', 'twos']),
 ]
 
-# #44: the chapter's encoder runs its layers as the equation's loop; padding and the rest go through `encode`.
+# #44: the chapter's encoder runs its layers as the equation's loop; padding and the rest go through `speed._encode`.
 FAULTS += [
     Fault('q01', 'no dropout after the embeddings (the chapter\'s loop)', 'bert.py', 'class BertEncoder(',
           'h = self.drop(self.embed(ids, token_type_ids))', 'h = self.embed(ids, token_type_ids)',

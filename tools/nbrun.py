@@ -90,10 +90,12 @@ def text_output(cell) -> str:
             out.append(''.join(o.get('data', {}).get('text/plain', '')))
     return ''.join(out)
 
+WARNING = re.compile(r'\w*Warning\b[^\n]{0,60}')  # a warning as Python prints it, with its first words
+
 def kernel_warnings(nb) -> list[str]:
     "The warnings a reader's Jupyter shows: every code cell's stderr, hidden ones too (the site drops those)."
     return [w for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []) if o.get('name') == 'stderr'
-            for w in re.findall(r'\w*Warning\b[^\n]{0,60}', o.get('text', ''))]
+            for w in WARNING.findall(o.get('text', ''))]
 
 def stale_outputs(stored, ran) -> list[str]:
     """The cells whose stored text output is not what their code prints now: a reader of the notebook would see
@@ -134,15 +136,19 @@ def made_by(source: str) -> str:
         todo |= names(defs[name]) & defs.keys() - seen
     return hashlib.sha256('\n'.join([source] + [defs[n] for n in sorted(seen)]).encode()).hexdigest()[:16]
 
+def keep(c, r):
+    "Store cell `r`'s outputs (the same cell, run now) in `c`, each figure stamped with the digest of its code."
+    for o in r.outputs:
+        if 'image/png' in o.get('data', {}): o.metadata.setdefault('image/png', {})['made_by'] = made_by(c.source)
+    c.outputs = r.outputs
+
 def run_slow(nb_path: Path):
     "Run the notebook with its slow cells in a kernel and store those cells' outputs, each figure stamped `made_by`."
     ran = in_kernel(nb_path, timeout=1800, slow=True)
     nb = nbformat.read(nb_path, as_version=4)
     for c, r in zip(nb.cells, ran.cells):
         if c.cell_type == 'code' and 'slow' in directives(c):
-            for o in r.outputs:
-                if 'image/png' in o.get('data', {}): o.metadata.setdefault('image/png', {})['made_by'] = made_by(c.source)
-            c.outputs = r.outputs
+            keep(c, r)
     nbformat.write(nb, nb_path)
     print(f'ran the slow cells of {nb_path}')
 
@@ -155,9 +161,7 @@ def store(nb_path: Path):
     ran, nb = in_kernel(nb_path), nbformat.read(nb_path, as_version=4)
     for c, r in zip(nb.cells, ran.cells):
         if c.cell_type != 'code' or skip_flags & set(directives(c)): continue
-        for o in r.outputs:
-            if 'image/png' in o.get('data', {}): o.metadata.setdefault('image/png', {})['made_by'] = made_by(c.source)
-        c.outputs = r.outputs
+        keep(c, r)
     nbformat.write(nb, nb_path)
     print(f'{nb_path}: stored every output')
 

@@ -9,11 +9,10 @@ import argparse, os, subprocess, sys, time
 from datetime import datetime
 from pathlib import Path
 import nbformat
-from nbclient import NotebookClient
 
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root / 'tools'))
-from nbrun import directives, skip_flags  # noqa: E402
+from nbrun import directives, in_kernel, kernel_warnings  # noqa: E402
 
 def seconds(cell) -> float:
     "The cell's wall time from nbclient's record: from the kernel's start on it to its reply."
@@ -23,19 +22,12 @@ def seconds(cell) -> float:
 
 def run(path: Path) -> tuple[float, list, list]:
     "(wall seconds, [(seconds, first line)] slowest first, [warnings printed]) for a Run All without slow cells."
-    nb = nbformat.read(path, as_version=4)
-    for c in nb.cells:
-        if c.cell_type == 'code' and skip_flags & set(directives(c)):
-            c.metadata['tags'] = c.metadata.get('tags', []) + ['skip-execution']
     t = time.perf_counter()
-    NotebookClient(nb, timeout=1200, kernel_name='python3', record_timing=True,
-                   resources={'metadata': {'path': str(path.parent)}}).execute()
+    nb = in_kernel(path, timeout=1200)  # the site's own run: flagged cells skipped, each cell's times recorded
     wall = time.perf_counter() - t
     cells = sorted(((seconds(c), c.source.splitlines()[0][:70]) for c in nb.cells if c.cell_type == 'code'),
                    reverse=True)
-    said = [o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', [])
-            if o.get('name') == 'stderr' and 'Warning' in o.get('text', '')]
-    return wall, cells, said
+    return wall, cells, kernel_warnings(nb)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
