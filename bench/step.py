@@ -1,58 +1,112 @@
-"""The default run's training step on this machine: eager float32 against bf16 autocast and torch.compile (inductor),
-with compile time counted against a 5-minute budget: what pays within `bert-nb train`'s default run (#35). Under bf16
-autocast the encoder's attention trains in float32 on a CPU (`bert_nb.speed.F32_ATTN_T`); one more side keeps SDPA's
-bf16 kernel, to show what that saves.
+"""The default run's training step before #45 and now, float32 first: what a CPU without native bf16 trains with.
 
-Each variant trains its own copy of the same model on the same masked batches; steps are timed in alternation so load
-changes hit every side alike. "Tokens in 5 minutes" is (300 s - the variant's first-call overhead) x its steady rate."""
-import copy, sys, time
+  before #45     AdamW's per-tensor loop, autograd's cross-entropy at the labelled rows, glibc's default malloc
+  float32        the step `bert-nb train` takes: fused AdamW, the decoder and its loss as one step
+                 (`bert_nb.speed._decoded_loss`), freed memory kept for reuse (`_keep_freed_memory`)
+  float32, 30%   the same masking 30%: the head decodes a quarter fewer rows (#45's per-second search)
+  bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16)
+  bf16 SDPA      ... with attention in SDPA's bf16 kernel, not float32 (`bert_nb.speed.F32_ATTN_T`, appendix 14)
+  compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
+
+Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
+same masked batch; the steps alternate, one side at a time, so load changes hit every side alike. The stand-in for a
+laptop without AVX-512 or bf16 (#45): `ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py` (MKL, which does
+the matrix products, picks its own instructions whatever ATen is told).
+
+    python step.py --threads 1 2
+    ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16
+"""
+import argparse, sys, time
+import multiprocessing as mp
 import numpy as np
 import torch
-from bert_nb.bert import BertConfig, BertForMLM, mlm_mask
-from bert_nb.pretrain import RunArgs, make_optimizer, MLMLoss
-from bert_nb.rng import PCG32
-import bert_nb.speed as speed
-from common import interleaved, machine
+import torch.nn.functional as F
+from common import machine
 
-def main(budget_s: float = 300.0):
-    a = RunArgs()
+def _model_and_batch(p: float | None = None):
+    from bert_nb.bert import BertConfig, BertForMLM, mlm_mask
+    from bert_nb.pretrain import RunArgs
+    from bert_nb.rng import PCG32
+    a = RunArgs(mask_p=p or RunArgs.mask_p)
     V, T, B = a.vocab_size, a.max_len, a.batch_size
     torch.manual_seed(0)
-    base = BertForMLM(BertConfig(V, max_len=T, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff,
-                                 dropout=0.0)).train()
-    g = np.random.default_rng(0)
-    ids = g.integers(5, V, (B, T)); ids[:, 0], ids[:, -1] = 2, 3
+    m = BertForMLM(BertConfig(V, max_len=T, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff,
+                              dropout=0.0)).train()
+    ids = np.random.default_rng(0).integers(5, V, (B, T)); ids[:, 0], ids[:, -1] = 2, 3
     inputs, labels = mlm_mask(ids, np.isin(ids, [0, 1, 2, 3, 4]), 4, V, a.mask_p, PCG32(0))
-    args = (torch.from_numpy(inputs), None, None, torch.from_numpy(labels))
+    return a, m, (torch.from_numpy(inputs), None, None, torch.from_numpy(labels))
 
-    def variant(compiled: bool, bf16: bool, f32_attn: bool = True):
-        m = copy.deepcopy(base); opt = make_optimizer(m, a.lr, a.weight_decay)
-        loss_fn = MLMLoss(m)
-        if compiled: loss_fn = torch.compile(loss_fn)
-        def step():
-            speed.F32_ATTN_T = 128 if f32_attn else 0  # the rows (of 32) whose attention trains in float32
-            with torch.autocast('cpu', dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(*args)
-            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-            return loss.item()
-        return step
+def _before(m, a):
+    "The step as it was before #45."
+    decay = [p for p in m.parameters() if p.dim() == 2]; rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([dict(params=decay, weight_decay=a.weight_decay), dict(params=rest, weight_decay=0.0)],
+                            lr=a.lr, betas=(0.9, 0.98), eps=1e-6, foreach=False)
+    def step(*args):
+        logits, y = m.labelled_logits(*args)
+        loss = F.cross_entropy(logits.float(), y, reduction='sum') / max(len(y), 1)
+        opt.zero_grad(set_to_none=True); loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0, foreach=False); opt.step()
+        return loss.item()
+    return step
 
-    sides = {'eager float32': (False, False), 'eager bf16, bf16 attention': (False, True, False),
-             'eager bf16 autocast': (False, True), 'compiled float32': (True, False),
-             'compiled bf16 autocast': (True, True)}
-    steps, first = {}, {}
-    for name, how in sides.items():
-        steps[name] = variant(*how)
-        t = time.perf_counter(); losses = [steps[name]() for _ in range(3)]  # compiles (forward and backward)
-        first[name] = time.perf_counter() - t
-        print(f"  {name:<27} first 3 steps {first[name]:6.1f} s, losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
-    t = interleaved(steps, rounds=15, calls={k: 4 for k in steps})
-    print(f"\nThe default run's training step, V={V}, d={a.d_model}, {a.layers} layers, B={B}, T={T}  [{machine()}]")
-    eager = t['eager float32']
+def _now(m, a, bf16=False, compiled=False):
+    "The step `bert-nb train` takes."
+    from bert_nb.pretrain import make_optimizer, MLMLoss, _step
+    from bert_nb.command import _keep_freed_memory
+    _keep_freed_memory()
+    opt, loss_fn = make_optimizer(m, a.lr, a.weight_decay), MLMLoss(m)
+    if compiled: loss_fn = torch.compile(loss_fn)
+    return lambda *args: _step(loss_fn, opt, None, args, bf16)
+
+def _side(conn, name: str, threads: int):
+    "A process that trains one side a step at a time, when told, and sends back its seconds."
+    torch.set_num_threads(threads)
+    if name == 'bf16 SDPA':
+        import bert_nb.speed
+        bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32
+    a, m, args = _model_and_batch(0.3 if '30%' in name else None)
+    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name, name.startswith('compiled'))
+    t = time.perf_counter(); losses = [step(*args) for _ in range(3)]  # the first steps: allocation, compiling
+    conn.send((time.perf_counter() - t, losses))
+    while (n := conn.recv()):
+        t = time.perf_counter()
+        for _ in range(n): step(*args)
+        conn.send((time.perf_counter() - t) / n)
+
+def compare(sides: list[str], threads: int, rounds: int = 15, calls: int = 4) -> dict:
+    "Seconds per step of each side (the median of `rounds` alternating turns of `calls` steps)."
+    ctx, pipes = mp.get_context('spawn'), {}
     for name in sides:
-        over = max(0.0, first[name] - 3 * t[name])  # what the first steps cost beyond three ordinary ones
-        tokens = (budget_s - over) / t[name] * B * T
-        print(f"  {name:<27} {B * T / t[name]:>9,.0f} tokens/s ({eager / t[name]:.2f}x), overhead {over:5.1f} s, "
-              f"{tokens / 1e6:5.2f} M tokens in {budget_s / 60:g} minutes ({tokens / (budget_s / eager * B * T):.2f}x)")
+        here, there = ctx.Pipe()
+        ctx.Process(target=_side, args=(there, name, threads), daemon=True).start()
+        pipes[name] = here
+    first = {k: p.recv() for k, p in pipes.items()}
+    times = {k: [] for k in sides}
+    for _ in range(rounds):
+        for k, p in pipes.items(): p.send(calls); times[k].append(p.recv())
+    for p in pipes.values(): p.send(0)
+    return {k: (float(np.median(times[k])), *first[k]) for k in sides}
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
+    p.add_argument('--rounds', type=int, default=15)
+    p.add_argument('--compile', action='store_true', help='add the compiled steps')
+    p.add_argument('--no-bf16', action='store_true', help='leave out bf16 (the stand-in for a CPU without it)')
+    ns = p.parse_args()
+    from bert_nb.command import _native_bf16
+    a, *_ = _model_and_batch()
+    bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
+    sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 SDPA'] * bf16 + \
+            ['compiled'] * ns.compile + ['compiled bf16'] * (ns.compile and bf16)
+    B, T = a.batch_size, a.max_len
+    print(f"The default run's training step, V={a.vocab_size}, d={a.d_model}, {a.layers} layers, B={B}, T={T}, "
+          f"masking {a.mask_p:.0%}  [{machine()}]")
+    for n in ns.threads:
+        t = compare(sides, n, ns.rounds)
+        print(f"{n} thread{'s' * (n > 1)}:")
+        for k, (s, first, losses) in t.items():
+            print(f"  {k:<14} {s * 1e3:7.1f} ms {B * T / s:>9,.0f} tokens/s  {t['before #45'][0] / s:5.2f}x  "
+                  f"first 3 steps {first:5.1f} s, losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
 
 if __name__ == '__main__': sys.exit(main())

@@ -25,7 +25,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
 from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _recover, _saves,
                            write_dir, _write_safetensors, _write_text)
-from .speed import EncoderOutput, _encode, _attend, _gelu, _labelled_rows
+from .speed import EncoderOutput, _encode, _attend, _gelu, _labelled_rows, _decoded_loss
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, _check_labels, _need)
 
@@ -381,16 +381,11 @@ class MLMHead(nn.Module):
         return self.decode(self.transform(h), word_emb)
 
 # %% ../nbs/02_bert.ipynb #4b42e653
-def _mlm_loss(logits, labels):
-    "Mean cross-entropy over labels != -100; 0 (with a graph) when there are none."
-    n = (labels != -100).sum()
-    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # bf16/fp16 logits: a float32 loss
-    return F.cross_entropy(logits, labels, ignore_index=-100, reduction='sum') / n.clamp(min=1)
-
-def _labelled_loss(head: MLMHead, x: torch.Tensor, word: torch.Tensor, labels, vocab: int) -> torch.Tensor:
-    "The loss at the labelled rows of the head's transform `x`: decoded again, not read out of the logits."
-    rows, n = _labelled_rows(labels := _check_labels(labels, x[..., 0], vocab))
-    return _mlm_loss(head.decode(x.flatten(0, 1)[rows], word)[:n], labels.flatten()[rows[:n]])
+def _labelled_loss(m: nn.Module, h: torch.Tensor, labels, transformed: bool = True) -> torch.Tensor:
+    "𝓛 at the labelled rows of h (B, T, d): the transform of m's head (or h is it), decoded with the loss."
+    rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], m.config.vocab))
+    x = h.flatten(0, 1)[rows] if transformed else m.head.transform(h.flatten(0, 1)[rows])
+    return _decoded_loss(x, m.encoder.word_emb.weight, m.head.bias, labels.flatten()[rows], n)
 
 # %% ../nbs/02_bert.ipynb #3cb3b5bb
 class MLMOutput(NamedTuple):
@@ -417,7 +412,7 @@ class BertForMLM(nn.Module):
                            output_attentions=output_attentions, **inputs)
         h = out if isinstance(out, torch.Tensor) else out.last_hidden_state
         x, word = self.head.transform(h), self.encoder.word_emb.weight
-        loss = None if labels is None else _labelled_loss(self.head, x, word, labels, self.config.vocab)
+        loss = None if labels is None else _labelled_loss(self, x, labels)
         logits = self.head.decode(x, word)
         return (logits, loss) if isinstance(out, torch.Tensor) else MLMOutput(logits, loss, *out[2:])
     def labelled_logits(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None,
@@ -430,7 +425,7 @@ class BertForMLM(nn.Module):
     def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
              labels: torch.Tensor) -> torch.Tensor:
         "The same loss as `forward`'s, with the head applied only at the labelled positions."
-        return _mlm_loss(*self.labelled_logits(ids, token_type_ids, attn_mask, labels))
+        return _labelled_loss(self, self.encoder(ids, token_type_ids, attn_mask), labels, transformed=False)
 
 # %% ../nbs/02_bert.ipynb #8d153f61
 _EMB = [('embeddings.word_embeddings', 'word_emb'), ('embeddings.position_embeddings', 'pos_emb'),

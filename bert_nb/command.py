@@ -7,8 +7,8 @@ from __future__ import annotations
 if __name__ == '__main__' and not __package__ and '__file__' in globals():
     # run as a file (`torchrun bert_nb/command.py`): rerun as the package's module, so its imports resolve
     import runpy; runpy.run_module('bert_nb.command', run_name='__main__', alter_sys=True); raise SystemExit
-import argparse, collections, errno, gc, hashlib, itertools, json, math, os, re, resource, shutil, socket, sys
-import time, warnings
+import argparse, collections, ctypes, errno, gc, hashlib, importlib, itertools, json, math, os, re, resource
+import shutil, socket, sys, time, warnings
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
@@ -223,6 +223,7 @@ class _Run:
         self.data = _agreed_data(a, self.out, resume, self.rank, self.world, say)
         self.prepare_s = round(time.time() - t, 1)
         if self.rank == 0: import matplotlib.pyplot  # the finish's plots: a cold import takes seconds
+        importlib.import_module('torch._dynamo')  # AdamW's constructor imports it: 1-3 s cold, not training
         self.budget = _Budget(a.minutes, self.rank, self.world, self.out / 'budget.json')  # now: training
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
@@ -248,7 +249,6 @@ class _Run:
             r = self.model.load_report
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
                                         initialised=r.initialised)
-
 
 # %% ../nbs/12_command.ipynb #c1d2e313
 def _start(r: _Run):
@@ -777,6 +777,15 @@ def _leave_group():
     "Leave the process group, if this process joined one (collected first, as `_leave` says why)."
     if torch.distributed.is_initialized(): gc.collect(); torch.distributed.destroy_process_group()
 
+# %% ../nbs/12_command.ipynb #832f08cf
+def _keep_freed_memory() -> bool:
+    """Have glibc keep freed blocks of up to 32 MB for reuse (False where the C library is not glibc): a step
+    frees and allocates again the same large buffers, which glibc would hand back to the kernel, so that the
+    next step pays a page fault for each 4 KB of them. Process-wide: the command sets it, not the library."""
+    try: mallopt = ctypes.CDLL('libc.so.6').mallopt
+    except (OSError, AttributeError): return False
+    return bool(mallopt(-3, 32 << 20) and mallopt(-1, 1 << 30))  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+
 # %% ../nbs/12_command.ipynb #10b2f3e9
 def _train_cmd(ns) -> int:
     rank, world = _world(ns.timeout)  # under torchrun every process joins before its checks: see _agree
@@ -792,6 +801,7 @@ def _train_cmd(ns) -> int:
     if world > 1: _agree(ns, a)
     created = rank == 0 and (a.out is None or not Path(a.out).exists())  # rank 0's to make, and to remove
     if a.out is None: a.out = _fresh_out()
+    _keep_freed_memory()
     try: out = train(a, resume=bool(ns.resume), stop_at=ns.stop_at, progress=not ns.quiet, timeout=ns.timeout)
     except KeyboardInterrupt:
         if (Path(a.out) / 'resume.pt').is_file():

@@ -100,6 +100,36 @@ def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
     at = (labels != -100).flatten().nonzero().squeeze(1)
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
 
+# %% ../nbs/14_speed.ipynb #cf0578eb
+class _DecodedLoss(torch.autograd.Function):
+    "Mean cross-entropy of x Wᵀ + b against y over the first n rows; the backward writes into the logits."
+    @staticmethod
+    def forward(ctx, x, w, b, y, n: int):
+        z = torch.addmm(b, x, w.t())
+        lse = z.logsumexp(1)
+        ctx.save_for_backward(x, w, z, lse, y); ctx.n = n
+        return (lse[:n] - z[:n].gather(1, y[:n, None]).squeeze(1)).sum() / max(n, 1)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        x, w, z, lse, y = ctx.saved_tensors  # (a second backward finds z changed, and autograd says so)
+        n = ctx.n
+        d = z.sub_(lse[:, None]).exp_()                  # softmax
+        d[n:] = 0                                        # the padding rows
+        d[torch.arange(n, device=d.device), y[:n]] -= 1
+        d.mul_(g / max(n, 1))
+        return d @ w, d.t() @ x, d.sum(0), None, None
+
+def _decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
+    "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
+    fused = x.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(x.device.type)
+    if not fused or torch.compiler.is_compiling():  # autograd's path, its loss in float32 at least
+        z = F.linear(x, w, b)[:n]  # every row: the padding keeps the product's shape (above)
+        z = z.to(torch.promote_types(z.dtype, torch.float32))  # bf16 or fp16 logits: a float32 loss
+        return F.cross_entropy(z, y[:n], reduction='sum') / max(n, 1)
+    return _DecodedLoss.apply(x, w, b, y, n)
+
 # %% ../nbs/14_speed.ipynb #37c850b6
 F32_ATTN_T = 128  # the longest rows whose attention trains in float32 on a CPU under bf16 autocast
 

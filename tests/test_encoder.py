@@ -145,6 +145,56 @@ def test_loss_gradients_match_forward():
     g3 = torch.autograd.grad(torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()), list(m.parameters()))
     for a, b in zip(g1, g3): torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
+def _head_inputs(rows=64, d=8, V=50, dtype=torch.float64, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    x, w, b = (torch.randn(*s, generator=g, dtype=dtype).requires_grad_() for s in ((rows, d), (V, d), (V,)))
+    return x, w, b, torch.randint(0, V, (rows,), generator=g)
+
+@pytest.mark.parametrize('n', [0, 1, 37, 64])
+def test_the_decoder_and_its_loss_in_one_step_are_the_formula(n):
+    """The float32/float64 step's fused decoder and loss against NumPy: the loss and the gradients of the rows, the
+    word table and the bias; the rows past n (the padding to a multiple of 64) take no part, whatever their label."""
+    from bert_nb.speed import _decoded_loss
+    x, w, b, y = _head_inputs()
+    y[n:] = -100 if n % 2 else 0  # padding rows repeat row 0: its label may be -100 or a token
+    loss = _decoded_loss(x, w, b, y, n)
+    gx, gw, gb = torch.autograd.grad(loss, (x, w, b))
+    X, W, B, Y = x.detach().numpy()[:n], w.detach().numpy(), b.detach().numpy(), y.numpy()[:n]
+    z = X @ W.T + B
+    lse = np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)) + z.max(1)
+    assert abs(loss.item() - ((lse - z[np.arange(n), Y]).sum() / max(n, 1))) < 1e-12
+    d = np.exp(z - lse[:, None]); d[np.arange(n), Y] -= 1; d /= max(n, 1)
+    for ours, want in ((gx[:n], d @ W), (gw, d.T @ X), (gb, d.sum(0))):
+        np.testing.assert_allclose(ours.numpy(), want, rtol=0, atol=1e-12)
+    assert torch.count_nonzero(gx[n:]) == 0
+
+def test_the_fused_loss_refuses_a_second_backward():
+    "Its backward turns the saved logits into the gradient in place: a second backward must fail, not read them."
+    from bert_nb.speed import _decoded_loss
+    x, w, b, y = _head_inputs()
+    loss = _decoded_loss(x, w, b, y, 40)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match='inplace'): loss.backward()
+
+def test_under_autocast_the_loss_is_autograds():
+    """Under bf16 autocast the decoder's product is bf16 (autocast's choice) and the loss float32: the same numbers
+    as autograd's cross-entropy of those logits, and gradients in the parameters' dtype."""
+    from bert_nb.speed import _decoded_loss
+    x, w, b, y = _head_inputs(dtype=torch.float32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        loss = _decoded_loss(x, w, b, y, 40)
+        want = torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b)[:40].float(), y[:40])
+    assert loss.dtype == torch.float32 and loss.item() == want.item()
+    assert all(g.dtype == torch.float32 for g in torch.autograd.grad(loss, (x, w, b)))
+
+def test_a_bf16_model_gets_a_float32_loss():
+    "Weights in bf16 (no autocast): the loss is float32, from the bf16 logits, as for autocast's."
+    from bert_nb.speed import _decoded_loss
+    x, w, b, y = (t.bfloat16() if t.is_floating_point() else t for t in _head_inputs(dtype=torch.float32))
+    loss = _decoded_loss(x, w, b, y, 40)
+    want = torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b)[:40].float(), y[:40])
+    assert loss.dtype == torch.float32 and loss.item() == want.item()
+
 def test_logits_keep_their_graph():
     "forward's loss decodes the labelled rows on its own; the returned logits still back-propagate, as without labels."
     m = random_model()

@@ -430,6 +430,22 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'#44 {name}'] = lambda f=f: api(f)
     c['#44 encoder, plain call'] = lambda: api(lambda: enc(ids), bad=False)
     c['#44 rounding'] = lambda: api(lambda: rounding(B.BertConfig(10), 4, 1.0), bad=False)
+    # #45: the float32 step (fused AdamW, the decoder and its loss in one node); --mask-p's range
+    def step_of(model, labels):
+        opt = P.make_optimizer(model, 1e-3)
+        P._step(P.MLMLoss(model), opt, None, (ids, None, None, labels))
+        if not all(torch.isfinite(p).all() for p in model.parameters()): raise RuntimeError('a step made NaNs')
+    some = torch.where(ids % 3 == 0, ids, -100)
+    for name, f in {'a step with no labelled position': lambda: step_of(B.BertForMLM(cfg), torch.full_like(ids, -100)),
+                    'a step of a bf16 model': lambda: step_of(B.BertForMLM(cfg).bfloat16(), some),
+                    'a step of a float64 model': lambda: step_of(B.BertForMLM(cfg).double(), some),
+                    'make_optimizer of a model on the meta device': lambda: P.make_optimizer(B.BertForMLM(cfg).to('meta'), 1e-3)}.items():
+        c[f'#45 {name}'] = lambda f=f: api(f, bad=False)
+    for name, f in {'a step with a label past the vocabulary': lambda: step_of(B.BertForMLM(cfg), torch.full_like(ids, 60)),
+                    'a loss of labels of floats': lambda: mlm.loss(ids, None, None, some.float())}.items():
+        c[f'#45 {name}'] = lambda f=f: api(f)
+    for v in ('nan', '0', '1.5', 'none'):
+        c[f'#45 bert-nb --mask-p {v}'] = lambda v=v: cli('--corpus', corpus, '--mask-p', v, '--out', runs / f'mp-{v}', *tiny)
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:
