@@ -1,18 +1,27 @@
-"""The recipe search of #35: what a setting learns from a fixed number of tokens, over several seeds.
+"""The recipe search of #35 and #45: what a setting learns from a fixed number of tokens, or in a fixed time, over seeds.
 
 A budget in minutes gives a slower machine fewer tokens, so a recipe is judged by held-out accuracy at a token count,
 never by one run on one machine. Every run trains on the same prepared corpus (split and vocabulary of seed 0) for
 `--steps` that come to the token count, and every model is scored on the same held-out verses with the same blanks
 (PCG32(0, EVAL), p = 0.15); the seed changes the initial weights, the batch order and the training masks.
 
+A recipe chosen per token on a bf16 machine need not be the best per second on one without bf16, where the head's
+cost at 40% masking no longer hides behind a fast step (#45). `--seconds S` gives every candidate the same budget
+(a `--minutes` run, `make demo`'s schedule and evaluations), in float32, on cores of its own: `--jobs 2` runs two at
+a time, each pinned to one core, `--threads 2` one at a time on two, so that every run meets the same machine.
+
     python bench/recipe.py --tokens 5e6 --seeds 0 1 2 --only before mask40-b64
+    ATEN_CPU_CAPABILITY=avx2 python bench/recipe.py --seconds 180 --jobs 2 --only mask40-b64-l3-bias mask40-b64-bias
     python bench/recipe.py --table            # the table of every result saved so far (bench/recipe.json)
 """
-import argparse, fcntl, json, statistics, sys, tempfile, time, warnings
+import argparse, fcntl, json, os, statistics, sys, tempfile, time, warnings
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
+import torch
 from bert_nb.pretrain import RunArgs, evaluate, load_model, DEFAULT_CORPUS
-from bert_nb.command import train, frequency_baseline, LEARNED
+from bert_nb.command import train, frequency_baseline, LEARNED, _keep_freed_memory
 from bert_nb.data import prepare_data, load_data
 from common import machine
 
@@ -20,7 +29,7 @@ SAVED = Path(__file__).with_name('recipe.json')
 
 # Each candidate changes the defaults before #35 by these fields; the names are the table's rows. Runs are float32
 # unless a candidate says bf16 (a --steps run's default).
-BEFORE = dict(mask_p=0.15, batch_size=128, lr=2e-3, warmup=0.05, freq_bias=False)
+BEFORE = dict(mask_p=0.15, batch_size=128, lr=2e-3, warmup=0.05, freq_bias=False, layers=2)
 CANDIDATES = {
     'before': {},
     'mask30': dict(mask_p=0.3),
@@ -37,14 +46,21 @@ CANDIDATES = {
     'mask40-b64-bf16': dict(mask_p=0.4, batch_size=64, bf16=True),
     'mask40-b64-l3': dict(mask_p=0.4, batch_size=64, layers=3),
     'mask40-b64-l3-warm10': dict(mask_p=0.4, batch_size=64, layers=3, warmup=0.1),
-    'mask40-b64-l3-bias': dict(mask_p=0.4, batch_size=64, layers=3, freq_bias=True),
+    'mask40-b64-l3-bias': dict(mask_p=0.4, batch_size=64, layers=3, freq_bias=True),  # the defaults since #35
+    'mask40-b64-bias': dict(mask_p=0.4, batch_size=64, freq_bias=True),
+    'mask30-b64-l3-bias': dict(mask_p=0.3, batch_size=64, layers=3, freq_bias=True),
+    'mask30-b64-bias': dict(mask_p=0.3, batch_size=64, freq_bias=True),
+    'mask40-b128-l3-bias': dict(mask_p=0.4, batch_size=128, layers=3, freq_bias=True),
+    'mask40-b32-l3-bias': dict(mask_p=0.4, batch_size=32, layers=3, freq_bias=True),
 }
 
-def run(name: str, tokens: float, seed: int, data: Path) -> dict:
-    "One run of a candidate for `tokens` (rounded to whole steps), scored on seed 0's held-out blanks."
+def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float | None = None) -> dict:
+    """One run of a candidate for `tokens` (rounded to whole steps) or for a budget of `seconds` (float32, the
+    default evaluations), scored on seed 0's held-out blanks."""
     a = replace(RunArgs(), **BEFORE, data=str(data), minutes=None, evals=1, seed=seed, bf16=False)
     a = replace(a, **CANDIDATES[name])
-    a.steps = max(1, round(tokens / (a.batch_size * a.max_len)))  # packed rows: every row but the last is full
+    if seconds: a = replace(a, minutes=seconds / 60, evals=RunArgs().evals)
+    else: a.steps = max(1, round(tokens / (a.batch_size * a.max_len)))  # packed rows: every row but the last is full
     with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
         warnings.simplefilter('ignore')  # a run on the plateau warns; the table says so in its own column
         a.out = str(Path(d) / 'run')
@@ -55,40 +71,61 @@ def run(name: str, tokens: float, seed: int, data: Path) -> dict:
         held = load_data(data, a.max_len)
         ev = evaluate(model, tok, held['held_rows'], held['held_lens'], seed=0)
         _, base = frequency_baseline(tok, held['held_rows'])
-    return dict(name=name, tokens=tokens, seed=seed, steps=a.steps, seen=m['tokens'], acc=ev['acc'],
-                loss=ev['loss'], learned=ev['acc'] >= base + LEARNED, tokens_per_s=m['tokens_per_s'],
-                seconds=round(time.perf_counter() - t, 1), machine=machine())
+    return dict(name=name, tokens=tokens, seconds_budget=seconds, seed=seed, steps=m['steps'], seen=m['tokens'],
+                acc=ev['acc'], loss=ev['loss'], learned=ev['acc'] >= base + LEARNED,
+                tokens_per_s=m['tokens_per_s'], used=m.get('used'), seconds=round(time.perf_counter() - t, 1),
+                machine=machine(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'))
+
+def _pin(cores):
+    "A job's process: cores of its own, a thread on each, freed memory kept (as `bert-nb train` does)."
+    mine = cores.get()
+    os.sched_setaffinity(0, mine)
+    torch.set_num_threads(len(mine))
+    _keep_freed_memory()
 
 def table(results: list[dict]):
-    "Median, spread and plateau count of every (candidate, tokens) with its seeds."
+    "Median, spread and plateau count of every (candidate, tokens) and (candidate, seconds) with its seeds."
     groups = {}
-    for r in results: groups.setdefault((r['tokens'], r['name']), []).append(r)
-    print(f"{'tokens':>6} {'recipe':<16} {'seeds':>5} {'median':>7} {'min':>6} {'max':>6}  past plateau  accuracies")
-    for (tokens, name), rs in sorted(groups.items()):
-        accs = [r['acc'] for r in sorted(rs, key=lambda r: r['seed'])]
-        print(f"{tokens / 1e6:>5.1f}M {name:<16} {len(rs):>5} {statistics.median(accs):>7.1%} {min(accs):>6.1%} "
-              f"{max(accs):>6.1%}  {sum(r['learned'] for r in rs):>5}/{len(rs):<6}  "
-              + ' '.join(f'{x:.1%}' for x in accs))
+    for r in results: groups.setdefault((r.get('seconds_budget') or 0, r['tokens'] or 0, r['name']), []).append(r)
+    print(f"{'budget':>6} {'recipe':<19} {'seeds':>5} {'median':>7} {'min':>6} {'max':>6}  past plateau  "
+          "accuracies (tokens seen)")
+    for (secs, tokens, name), rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: r['seed'])
+        accs = [r['acc'] for r in rs]
+        seen = '  (' + ' '.join(f"{r['seen'] / 1e6:.2f}M" for r in rs) + ')' if secs else ''
+        print(f"{f'{secs:g} s' if secs else f'{tokens / 1e6:.1f}M':>6} {name:<19} {len(rs):>5} "
+              f"{statistics.median(accs):>7.1%} {min(accs):>6.1%} {max(accs):>6.1%}  "
+              f"{sum(r['learned'] for r in rs):>5}/{len(rs):<6}  " + ' '.join(f'{x:.1%}' for x in accs) + seen)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--tokens', type=float, nargs='+', default=[5e6])
+    p.add_argument('--seconds', type=float, nargs='+', help='budgets instead of token counts (float32)')
+    p.add_argument('--jobs', type=int, default=1, help='runs at a time, each on cores of its own')
+    p.add_argument('--threads', type=int, default=1, help="each run's cores (a thread on each)")
     p.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     p.add_argument('--only', nargs='+', choices=list(CANDIDATES), default=list(CANDIDATES))
     p.add_argument('--table', action='store_true', help='print the saved results and exit')
     ns = p.parse_args()
     if not ns.table:
         print(machine())
-        with tempfile.TemporaryDirectory() as d:
+        ctx = mp.get_context('spawn')
+        cores = ctx.Queue()
+        free = sorted(os.sched_getaffinity(0))
+        for j in range(ns.jobs): cores.put(set(free[j * ns.threads:(j + 1) * ns.threads]))
+        with tempfile.TemporaryDirectory() as d, \
+                ProcessPoolExecutor(ns.jobs, ctx, initializer=_pin, initargs=(cores,)) as pool:
             data = Path(d) / 'data'
             prepare_data([DEFAULT_CORPUS], data, say=lambda s: None)
-            for tokens in ns.tokens:
-                for name in ns.only:
-                    for seed in ns.seeds:
-                        r = run(name, tokens, seed, data)
-                        print(f"{name} {tokens / 1e6:.1f}M seed {seed}: {r['acc']:.1%} ({r['seconds']:.0f} s, "
-                              f"{r['tokens_per_s']:,.0f} tokens/s)", flush=True)
-                        save(r)
+            budgets = [(None, s) for s in ns.seconds] if ns.seconds else [(t, None) for t in ns.tokens]
+            todo = [pool.submit(run, name, tokens, seed, data, secs) for tokens, secs in budgets
+                    for name in ns.only for seed in ns.seeds]
+            for f in as_completed(todo):
+                r = f.result()
+                at = f"{r['seconds_budget']:g} s" if r['seconds_budget'] else f"{r['tokens'] / 1e6:.1f}M"
+                print(f"{r['name']} {at} seed {r['seed']}: {r['acc']:.1%} ({r['seen'] / 1e6:.2f}M tokens, "
+                      f"{r['seconds']:.0f} s, {r['tokens_per_s']:,.0f} tokens/s)", flush=True)
+                save(r)
     table(load())
 
 def load() -> list[dict]: return json.loads(SAVED.read_text()) if SAVED.exists() else []
@@ -97,7 +134,8 @@ def save(r: dict):
     "Add (or replace) one result; read the file again first, so that searches run side by side keep each other's."
     with open(SAVED.with_suffix('.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        keep = [s for s in load() if (s['name'], s['tokens'], s['seed']) != (r['name'], r['tokens'], r['seed'])]
+        key = lambda s: (s['name'], s['tokens'], s.get('seconds_budget'), s['seed'])
+        keep = [s for s in load() if key(s) != key(r)]
         SAVED.write_text(json.dumps(keep + [r], indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())
