@@ -1,6 +1,12 @@
-import sys
+import getpass, os, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))  # the shared oracles (pcg_ref) import as plain modules
+
+# inductor's cache is not keyed by ATEN_CPU_CAPABILITY: C++ it built under the machine's own capability was reused
+# under ATEN_CPU_CAPABILITY=default and failed to compile ('at::vec' has not been declared), so the compiled run fell
+# back to eager. Each capability gets a cache of its own (a fresh cache compiles under either).
+os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', os.path.join(
+    tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}_{os.environ.get('ATEN_CPU_CAPABILITY', 'native')}"))
 
 import pytest
 
