@@ -175,6 +175,21 @@ def _05_2(rates):
     except (TypeError, ValueError): return ['rates should be a list of numbers']
     return _same('rates', got, want) + _same('rates', len(rates), len(want))
 
+# 06: ModernBERT
+def _06_1(square_scores, block_scores, band_pairs):
+    from bert_nb.modernbert import band_bias
+    bias = band_bias(torch.zeros(8192, dtype=torch.long), 64, 64, torch.float32)
+    return (_same('square_scores', square_scores, 8192 * 8192)
+            + _same('block_scores', block_scores, bias[:, 0].numel())  # (blocks, queries, keys)
+            + _same('band_pairs', band_pairs, int((bias == 0).sum())))
+
+def _06_2(global_period, local_period):
+    from bert_nb.modernbert import rope_tables
+    def period(theta):  # 2π over the last pair's angle after one token, from the package's own tables
+        cos, sin = rope_tables(torch.tensor([1]), 64, theta, torch.float64)
+        return 2 * math.pi / math.atan2(float(sin[0, 0, 31]), float(cos[0, 0, 31]))
+    return _close('global_period', global_period, period(160_000.0)) + _close('local_period', local_period, period(1e4))
+
 CHECKS = {f'{k[1:3]}.{k[4:]}': f for k, f in globals().items() if k[:1] == '_' and k[1:3].isdigit()}
 
 def check(key: str, *answers, **state) -> None:

@@ -96,6 +96,17 @@ ANSWERS = {
          {'[1e-3, 1e-4]': "this chapter's small encoder", '[5e-5, 4e-5, 3e-5, 2e-5]': 'a rate BERT did not try',
           '[2e-5]': 'one of them'}),
     ],
+    '06_modernbert': [
+        ('square_scores, block_scores, band_pairs = None, None, None', '8192 ** 2, 8192 * 192, 8192 * 129 - 2 * 2080',
+         {'8192 ** 2, 8192 * 192, 8192 * 129': "the band's ends not taken off",
+          '8192 ** 2, 8192 * 129, 8192 * 129 - 2 * 2080': 'the blocks taken for the band',
+          '8192 ** 2, 8192 * 128, 8192 * 128': 'the window of 128 taken for the keys read'}),
+        ('global_period, local_period = None, None',
+         '2 * math.pi * 160_000 ** (62 / 64), 2 * math.pi * 10_000 ** (62 / 64)',
+         {'2 * math.pi * 160_000, 2 * math.pi * 10_000': 'the last exponent taken as 1',
+          '160_000 ** (62 / 64), 10_000 ** (62 / 64)': 'a period taken as 1 / omega, not 2 pi / omega',
+          '2 * math.pi * 160_000 ** (31 / 64), 2 * math.pi * 10_000 ** (31 / 64)': 'i / dh for 2i / dh'}),
+    ],
 }
 
 def run(stem: str) -> tuple[CaptureShell, object]:

@@ -446,6 +446,58 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'#45 {name}'] = lambda f=f: api(f)
     for v in ('nan', '0', '1.5', 'none'):
         c[f'#45 bert-nb --mask-p {v}'] = lambda v=v: cli('--corpus', corpus, '--mask-p', v, '--out', runs / f'mp-{v}', *tiny)
+    # #46: ModernBERT (chapter 06): its classes, its functions and its files
+    from bert_nb import modernbert as MB
+    mc = MB.ModernBertConfig(60, d_model=16, n_heads=2, n_layers=3, d_ff=24, window=4)
+    menc, mmlm = MB.ModernBertEncoder(mc, PCG32(0)), MB.ModernBertForMLM(mc, PCG32(0))
+    mdir = MB.save_modernbert(mmlm, tmp / 'modern')
+    (tmp / 'modern-bad').mkdir(); (tmp / 'modern-bad' / 'config.json').write_text('{')
+    x = torch.zeros(4, 2, 8)
+    for name, f in {'ModernBertConfig vocab 0': lambda: MB.ModernBertConfig(0),
+                    'ModernBertConfig of an odd head size': lambda: MB.ModernBertConfig(60, d_model=18, n_heads=2),
+                    'ModernBertConfig window 7': lambda: MB.ModernBertConfig(60, window=7),
+                    'ModernBertConfig theta nan': lambda: MB.ModernBertConfig(60, theta_global=float('nan')),
+                    'ModernBertConfig dropout 1': lambda: MB.ModernBertConfig(60, dropout=1),
+                    'ModernBertConfig pad_id past the vocabulary': lambda: MB.ModernBertConfig(60, pad_id=60),
+                    'ModernBertEncoder of a BertConfig': lambda: MB.ModernBertEncoder(cfg),
+                    'modern encoder of float ids': lambda: menc(ids.float()),
+                    'modern encoder of ids past the vocabulary': lambda: menc(ids + 60),
+                    'modern encoder of a mask of another shape': lambda: menc(ids, torch.ones(2, 3)),
+                    'modern encoder of a mask of 0.5s': lambda: menc(ids, torch.full(ids.shape, 0.5)),
+                    'modern MLM labels past the vocabulary': lambda: mmlm(ids, None, ids + 60),
+                    'modern MLM loss of bool labels': lambda: mmlm.loss(ids, None, ids > 10),
+                    'ModernBertClassifier of one label': lambda: MB.ModernBertClassifier(menc, 1),
+                    'ModernBertClassifier pooling max': lambda: MB.ModernBertClassifier(menc, 2, 'max'),
+                    'ModernBertClassifier of a row with no real token':
+                        lambda: MB.ModernBertClassifier(menc, 2)(ids, torch.zeros_like(ids)),
+                    'save_modernbert of a BertForMLM': lambda: MB.save_modernbert(mlm, tmp / 'mb-x'),
+                    'save_modernbert with a tokenizer of another size': lambda: MB.save_modernbert(menc, tmp / 'mb-y', tok),
+                    'save_modernbert over a file': lambda: MB.save_modernbert(menc, tmp / 'file'),
+                    'load_modernbert of a BERT directory': lambda: MB.load_modernbert(model_dir),
+                    'load_modernbert of a missing directory': lambda: MB.load_modernbert(tmp / 'nowhere'),
+                    'load_modernbert of a config that is not JSON': lambda: MB.load_modernbert(tmp / 'modern-bad'),
+                    'load_modernbert cls BertForMLM': lambda: MB.load_modernbert(mdir, B.BertForMLM),
+                    'load_bert of a ModernBERT directory': lambda: B.load_bert(mdir),
+                    'config_from_hf of a list': lambda: MB.config_from_hf([]),
+                    'rope_tables of an odd head size': lambda: MB.rope_tables(torch.arange(3), 5, 1e4),
+                    'rotate by tables of another size': lambda: MB.rotate(x, *MB.rope_tables(torch.arange(4), 4, 1e4)),
+                    'band_bias of float rows': lambda: MB.band_bias(torch.zeros(4), 2, 4, torch.float32),
+                    'local_attention with a bias for other tokens':
+                        lambda: MB.local_attention(x, x, x, MB.band_bias(torch.zeros(9, dtype=torch.long), 2, 4,
+                                                                         torch.float32), 2)}.items():
+        c[f'#46 {name}'] = lambda f=f: api(f)
+    both = torch.tensor([[1] * 8, [0] * 8])
+    for name, f in {'modern batch of no rows': lambda: menc(ids[:0]),
+                    'modern batch all padding': lambda: menc(ids, torch.zeros_like(ids)),
+                    'modern row of one token': lambda: mmlm(ids[:, :1]),
+                    'modern rows past max_len (RoPE has no table)': lambda: MB.ModernBertEncoder(
+                        MB.ModernBertConfig(60, d_model=16, n_heads=2, n_layers=1, max_len=4))(ids),
+                    'modern row with no real token': lambda: mmlm(ids, both),
+                    'modern loss under bf16 autocast': lambda: torch.autocast('cpu', torch.bfloat16)(
+                        lambda: mmlm.loss(ids, both, torch.where(both.bool(), ids, -100)).backward())(),
+                    'a bf16 modern model': lambda: MB.ModernBertForMLM(mc).bfloat16()(ids),
+                    'load_modernbert of what save_modernbert wrote': lambda: MB.load_modernbert(mdir)}.items():
+        c[f'#46 {name}'] = lambda f=f: api(f, bad=False)
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:

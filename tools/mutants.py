@@ -15,6 +15,7 @@ from pathlib import Path
 root = Path(__file__).resolve().parents[1]
 MASKING, ENCODER = ['tests/test_masking.py'], ['tests/test_encoder.py', 'tests/test_checkpoints.py']
 ELECTRA, FINETUNE = ['tests/test_electra.py'], ['tests/test_finetune.py']
+MODERN = ['tests/test_modernbert.py']
 
 @dataclass
 class Fault:
@@ -417,6 +418,49 @@ FAULTS += [
     Fault('q10', 'freed memory handed back after all', 'command.py', 'def _keep_freed_memory(',
           'return bool(mallopt(-3, 32 << 20) and mallopt(-1, 1 << 30))', 'return True',
           ['tests/test_pretrain.py', '-k', 'freed']),
+    # #46: ModernBERT (chapter 06), against transformers' classes, a float64 rotary formula, a brute-force band
+    Fault('m01', 'rotary turns the other way', 'modernbert.py', 'def rotate(',
+          'torch.cat([-x2, x1], -1)', 'torch.cat([x2, -x1], -1)', MODERN),
+    Fault('m02', "rotary's frequencies from half the head", 'modernbert.py', 'def rope_tables(',
+          'dtype=torch.float64, device=pos.device) / dh)', 'dtype=torch.float64, device=pos.device) / (dh // 2))',
+          MODERN),
+    Fault('m03', "rotary's angles in float32", 'modernbert.py', 'def rope_tables(',
+          'a = pos.double()[:, None] * omega', 'a = (pos.float()[:, None] * omega.float()).double()', MODERN),
+    Fault('m04', 'the band one key short on the right', 'modernbert.py', 'def band_bias(',
+          '(j <= r + 2 * w)', '(j < r + 2 * w)', MODERN),
+    Fault('m05', 'the band reads across rows', 'modernbert.py', 'def band_bias(',
+          ' & (queries == keys[:, None])', '', MODERN),
+    Fault('m06', 'the first layer normalises its attention input', 'modernbert.py', 'class ModernBertLayer(',
+          'nn.Identity() if layer == 0 else norm()', 'norm()', MODERN),
+    Fault('m07', 'layers 1, 4, 7 global', 'modernbert.py', 'class ModernBertConfig:',
+          'layer % self.global_every == 0', 'layer % self.global_every == 1', MODERN),
+    Fault('m08', "GeGLU's gate and GELU swapped", 'modernbert.py', 'class GeGLU(',
+          'F.gelu(a) * gate', 'a * F.gelu(gate)', MODERN),
+    Fault('m09', "global layers turn by the local base", 'modernbert.py', 'class ModernBertAttention(',
+          'c.theta_global if self.is_global else c.theta_local', 'c.theta_local', MODERN),
+    Fault('m10', 'global layers read padding', 'modernbert.py', 'class ModernBertAttention(',
+          'attn_mask=m, dropout_p=p)', 'attn_mask=None, dropout_p=p)', MODERN),
+    Fault('m11', 'no final norm', 'modernbert.py', 'class ModernBertEncoder(',
+          'return self.final_norm(x), b', 'return x, b', MODERN),
+    Fault('m12', 'residual branches not scaled at init', 'modernbert.py', 'class ModernBertEncoder(',
+          'w.div_(math.sqrt(2 * c.n_layers))', 'w.div_(1.0)', MODERN),
+    Fault('m13', 'mean pooling over padding too', 'modernbert.py', 'class ModernBertClassifier(',
+          'attn_mask.sum(1, keepdim=True).to(h.dtype)', 'h.new_tensor(ids.shape[1])', MODERN),
+    Fault('m14', "a config's rotary bases ignored", 'modernbert.py', 'def config_from_hf(',
+          "theta_global=g.get('rope_theta', d.get('global_rope_theta', 160_000.0))", 'theta_global=160_000.0',
+          MODERN),
+    Fault('m15', 'an untied decoder accepted', 'modernbert.py', 'def _weights(',
+          "if 'decoder.weight' in sd and not torch.equal(", "if False and not torch.equal(", MODERN),
+    Fault('m16', 'a float64 directory loads as float32', 'modernbert.py', 'def load_modernbert(',
+          "model.to(sd['embeddings.tok_embeddings.weight'].dtype)", 'model.float()', MODERN),
+    Fault('m17', 'attention masks of 2s accepted', 'modernbert.py', 'def _check_batch(',
+          "if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)", 'pass', MODERN),
+    Fault('m18', 'the padding row of the word table learns from padding', 'modernbert.py', 'class ModernBertEncoder(',
+          'nn.Embedding(c.vocab, c.d_model, padding_idx=c.pad_id)', 'nn.Embedding(c.vocab, c.d_model)', MODERN),
+    Fault('m19', "a classifier saved without its pooling", 'modernbert.py', 'def save_modernbert(',
+          'classifier_pooling=model.pooling', "classifier_pooling='cls'", MODERN),
+    Fault('m20', 'irregular layer types accepted', 'modernbert.py', 'def _global_every(',
+          '    if types != want or not want:', '    if not want:', MODERN),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:
