@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check bench bench-demo bench-electra bench-finetune readme sync mutants golden kjv
+.PHONY: demo test docs docs-check bench bench-demo bench-electra bench-finetune bench-modernbert bench-arch readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -74,6 +74,15 @@ bench-electra: .venv/.installed
 # Chapter 05's fine-tuning baselines and encoders (bench/finetune.json).
 bench-finetune: .venv/.installed
 	cd bench && ../$(PY) finetune.py
+
+# Chapter 06's ModernBERT against transformers' (bench/modernbert.json; about 5 minutes): padded batches and long
+# rows; exits non-zero when a ratio misses its target (the whole forward at T = 8,192 does: see the chapter).
+bench-modernbert: .venv/.installed
+	cd bench && ../$(PY) modernbert.py
+
+# Chapter 06's ModernBERT against BERT at equal size and tokens, three seeds (bench/arch.json; about an hour on 2 cores).
+bench-arch: .venv/.installed
+	cd bench && ../$(PY) arch.py --tokens 2.5e6 5e6 10e6 --seeds 0 1 2 --jobs 2
 
 # Mutation testing (minutes, not part of `make test`): each fault in tools/mutants.py applied to a scratch copy, the tests
 # run against it, a table of who killed it; exits non-zero when a fault survives.

@@ -19,12 +19,14 @@ from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertForMLM, special_ids, save_bert
+from .modernbert import ModernBertConfig, ModernBertForMLM, load_modernbert, save_modernbert
 from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,
                               time_factor, Batches, MLMLoss, evaluate, sinusoid_positions, frequency_bias,
-                              find_model, load_model, init_model, fill, heldout_blanks, DEFAULT_CORPUS, INIT,
-                              ORDER, _world, _broadcast, _gather, _masked, _step, _eval_batches, EVAL_P)
+                              find_model, load_model, init_model, _same_vocab, fill, heldout_blanks,
+                              DEFAULT_CORPUS, INIT, ORDER, _world, _broadcast, _gather, _masked, _step,
+                              _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
 from .files import _read_json, _write_file, _write_text, _stem, _unwritable
 
@@ -97,16 +99,18 @@ class MaskTally:
                     pick_rate=self.picks / max(self.rows, 1))
 
 # %% ../nbs/12_command.ipynb #c1d2e311
-def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> BertForMLM:
-    "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one."
+def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> nn.Module:
+    "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one of --arch."
     if a.init: return init_model(a.init)
-    cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                     d_ff=a.d_ff, dropout=a.dropout)
-    model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
-    if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
+    if a.arch == 'modernbert': model = ModernBertForMLM(_modern(a, len(tok), tok.pad_id), PCG32(a.seed, INIT))
+    else:
+        cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                         d_ff=a.d_ff, dropout=a.dropout)
+        model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
+        if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
     if a.freq_bias:  # from every row, or 65,536 spread over a large corpus: counts, never all of it in memory
         idx = np.linspace(0, len(rows) - 1, min(len(rows), 65_536)).round().astype(np.int64)
-        frequency_bias(model.head, rows.take(idx)[0], tok)
+        frequency_bias(model if a.arch == 'modernbert' else model.head, rows.take(idx)[0], tok)
     return model
 
 def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
@@ -131,6 +135,12 @@ def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
         raise ValueError(f"--batch-size {batch_size} is more than the {len(rows)} rows the corpus packs into "
                          "(per process)")
     return rows
+
+# %% ../nbs/12_command.ipynb #3ec39cf2
+def _modern(a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
+    "--arch modernbert's config: BERT's sizes, a GeGLU 2/3 of --d-ff wide (the same parameters)."
+    return ModernBertConfig(vocab, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                            d_ff=max(1, 2 * a.d_ff // 3), max_len=a.max_len, dropout=a.dropout, pad_id=pad_id)
 
 # %% ../nbs/12_command.ipynb #fc521a9f
 def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
@@ -424,7 +434,7 @@ def _finish(r: _Run):
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
                      weight_digests=digests, vocab_digests=vocabs)
-    save_bert(r.model, r.out / 'model', r.tok)
+    (save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model, r.out / 'model', r.tok)
     tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
     write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
     used = r.budget.spent_s()
@@ -519,7 +529,8 @@ def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceToken
             plt.close(f)
 
 def _reach(model, tok, data, n: int = 24):
-    "The attention-reach plot on the start of the first held-out row (a Jacobian of n x n blocks)."
+    "The attention-reach plot on the start of the first held-out row (n x n Jacobian blocks); BERT's only."
+    if not isinstance(model, BertForMLM): return None  # ModernBERT's reach: chapter 06, section 6
     row = data['held_rows'][0][:min(n, data['held_lens'][0])].copy()
     row[-1] = tok.sep_id
     model.eval()
@@ -574,6 +585,7 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
                    help='continue pretraining the model in DIR (bert-nb or '
                    'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
+    t.add_argument('--arch', choices=('bert', 'modernbert'), default=d.arch, help='chapter 02 or 06')
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
     for size in ('--batch-size', '--d-model', '--layers', '--heads', '--d-ff'):  # each at least 1
         t.add_argument(size, type=_int(1), default=getattr(d, size[2:].replace('-', '_')))
@@ -649,6 +661,8 @@ def _read_args(path: Path) -> RunArgs:
     options = _Parser(); _train_options(options, RunArgs())
     for act in options._actions:  # the ranges the command line checks, by the same parsers
         v = d.get(act.dest)
+        if act.choices and v is not None and v not in act.choices:
+            raise ValueError(f"{path}: {act.dest} must be one of {list(act.choices)}, got {v!r}")
         if callable(act.type) and v is not None:
             try: act.type(str(v))
             except argparse.ArgumentTypeError as e: raise ValueError(f"{path}: {act.dest} {e}") from None
@@ -712,6 +726,11 @@ def _take_init(ns):
     ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
     ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
 
+def _take_arch(ns):
+    "--arch modernbert: a new model without a position table, so none of the options that start one."
+    if ns.arch == 'modernbert' and (odd := sorted(ns.given & {'--init', '--sin-pos', '--sin-scale'})):
+        raise UsageError(f"{odd[0]} is BERT's: --arch modernbert starts fresh, with no position table")
+
 # %% ../nbs/12_command.ipynb #c1d2e323
 def _take_data(ns):
     "`--data DIR`: a prepared corpus and its vocabulary; the corpus and vocabulary options must not be given."
@@ -728,14 +747,13 @@ def _take_data(ns):
 def _new_args(ns) -> tuple[RunArgs, int]:
     "A new run's settings from the command line, its files checked, and its vocabulary's size."
     minutes = ns.minutes if ns.minutes is not None or ns.steps is not None else RunArgs.minutes
+    _take_arch(ns)
     if ns.init: _take_init(ns)
     if ns.data: _take_data(ns)
-    a = RunArgs(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], encoding=ns.encoding, data=ns.data,
-                vocab=ns.vocab and str(Path(ns.vocab).resolve()), init=ns.init, vocab_size=ns.vocab_size,
-                max_len=ns.max_len, batch_size=ns.batch_size, d_model=ns.d_model, layers=ns.layers,
-                heads=ns.heads, d_ff=ns.d_ff, dropout=ns.dropout, lr=ns.lr, mask_p=ns.mask_p,
-                sin_pos=ns.sin_pos, sin_scale=ns.sin_scale, freq_bias=ns.freq_bias, minutes=minutes,
-                steps=ns.steps, bf16=ns.bf16, compile=ns.compile, evals=ns.evals, seed=ns.seed, out=ns.out)
+    given = {f.name: getattr(ns, f.name) for f in fields(RunArgs) if hasattr(ns, f.name)}  # the options
+    a = RunArgs(**given | dict(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], minutes=minutes,
+                               vocab=ns.vocab and str(Path(ns.vocab).resolve()),
+                               sin_pos=ns.sin_pos and ns.arch == 'bert'))
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
@@ -791,8 +809,9 @@ def _train_cmd(ns) -> int:
     rank, world = _world(ns.timeout)  # under torchrun every process joins before its checks: see _agree
     try:
         a, vocab = _resume_args(ns) if ns.resume else _new_args(ns)
-        try: BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                        d_ff=a.d_ff, dropout=a.dropout)
+        try: _modern(a, vocab) if a.arch == 'modernbert' else BertConfig(
+            vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff,
+            dropout=a.dropout)
         except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
         _check_size(a, vocab)
     except (UsageError, ValueError, TypeError, OSError) as e:
@@ -838,8 +857,16 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
         if (d / 'args.json').is_file() and (d / 'data' / 'meta.json').is_file(): return d / 'data'
     return None
 
+def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
+    "eval's and fill's model and tokenizer: a BERT (load_model) or, as its config.json says, a ModernBERT."
+    d = find_model(path)
+    meta = _read_json(d / 'config.json')
+    if not isinstance(meta, dict) or meta.get('model_type') != 'modernbert': return load_model(path)
+    model = load_modernbert(d, ModernBertForMLM)
+    return model, _same_vocab(d, model)
+
 def _eval_cmd(ns) -> int:
-    model, tok = load_model(ns.model_dir)
+    model, tok = _load(ns.model_dir)
     if ns.corpus:
         lines = read_corpus(ns.corpus, ns.encoding)
         if not lines: raise ValueError(f"the corpus {' '.join(ns.corpus)} has no non-empty line")
@@ -866,7 +893,7 @@ def _prepare_cmd(ns) -> int:
 
 # %% ../nbs/12_command.ipynb #e4247fca
 def _fill_cmd(ns) -> int:
-    model, tok = load_model(ns.model_dir)
+    model, tok = _load(ns.model_dir)
     if ns.heldout:
         a = _run_args(find_model(ns.model_dir))
         if a is None:

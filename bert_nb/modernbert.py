@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from . import PCG32, LoadReport, WordPieceTokenizer, init_weights
 from .bert import _save_tokenizer
 from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
-from .speed import _decoded_loss, _labelled_rows
+from .speed import _attend, _decoded_loss, _labelled_rows
 from .checks import _check_int, _check_like, _check_labels, _check_range, _check_real, _need
 
 # %% auto #0
@@ -26,7 +26,7 @@ __all__ = ['ModernBertConfig', 'rope_tables', 'rotate', 'GeGLU', 'band_bias', 'l
 # %% ../nbs/06_modernbert.ipynb #36e6cf4e
 @dataclass
 class ModernBertConfig:
-    "ModernBERT's sizes and choices; the defaults are ModernBERT-base's, but the vocabulary."
+    "ModernBERT's sizes and choices; the defaults are ModernBERT-base's, but for the vocabulary."
     vocab: int
     d_model: int = 768
     n_heads: int = 12
@@ -42,6 +42,7 @@ class ModernBertConfig:
     pad_id: int = 0                   # the word table's row padding reads (which gets no gradient)
 
     def __post_init__(self): _check_modern(self)
+    def to_dict(self) -> dict: return asdict(self)
     def is_global(self, layer: int) -> bool: return layer % self.global_every == 0
 
 # %% ../nbs/06_modernbert.ipynb #3b2fb3cd
@@ -135,7 +136,7 @@ class Layout(NamedTuple):
     B: int; T: int
     at: torch.Tensor | None        # the flat positions of the N real tokens in the (B, T) grid; None: all
     pad_bias: torch.Tensor | None  # global layers' additive padding mask (B, 1, 1, T); None: no padding
-    band: torch.Tensor             # local layers' band_bias over the packed tokens
+    band: torch.Tensor | None      # local layers' band_bias over the packed tokens; None: no row outreaches w
     rope: dict                     # θ -> (cos, sin) at each real token's position
 
 def grid(x: torch.Tensor, at: torch.Tensor | None, B: int, T: int) -> torch.Tensor:
@@ -158,12 +159,12 @@ class ModernBertAttention(nn.Module):
         N, d = x.shape
         q, k, v = self.Wqkv(x).view(N, 3, self.n_heads, d // self.n_heads).unbind(1)
         q, k, p = rotate(q, *b.rope[self.theta]), rotate(k, *b.rope[self.theta]), self.p * self.training
-        if not self.is_global:
+        if not self.is_global and b.band is not None:
             y = local_attention(q, k, v, b.band.to(q.dtype), self.w, p)  # autocast: masks in q's type
             return self.drop(self.Wo(y.reshape(N, d)))
         q, k, v = (grid(t, b.at, b.B, b.T).transpose(1, 2) for t in (q, k, v))  # (B, H, T, dh)
         m = None if b.pad_bias is None else b.pad_bias.to(q.dtype)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p).transpose(1, 2)
+        y = _attend(q, k, v, m, p).transpose(1, 2)  # appendix 14's: float32 for a CPU's short bf16 rows
         y = y.reshape(b.B * b.T, d) if b.at is None else y.reshape(b.B * b.T, d)[b.at]
         return self.drop(self.Wo(y))
 
@@ -203,8 +204,9 @@ def layout(c: ModernBertConfig, ids: torch.Tensor, attn_mask: torch.Tensor | Non
         bias = torch.zeros(B, 1, 1, T, dtype=dtype, device=dev).masked_fill_(
             ~attn_mask.bool()[:, None, None], torch.finfo(dtype).min)
     rope = {th: rope_tables(pos, c.d_model // c.n_heads, th, dtype) for th in {c.theta_global, c.theta_local}}
-    w = c.window // 2
-    return Layout(B, T, at, bias, band_bias(row, w, max(w, 32), dtype), rope)
+    w, longest = c.window // 2, T if at is None else int(attn_mask.sum(1).max())
+    band = band_bias(row, w, max(w, 32), dtype) if longest > w + 1 else None  # None: every row in reach
+    return Layout(B, T, at, bias, band, rope)
 
 # %% ../nbs/06_modernbert.ipynb #fee05e4a
 class ModernBertEncoder(nn.Module):
@@ -241,6 +243,7 @@ class ModernBertHead(nn.Module):
         self.norm = nn.LayerNorm(c.d_model, eps=c.ln_eps, bias=False)
     def forward(self, h: torch.Tensor) -> torch.Tensor: return self.norm(F.gelu(self.dense(h)))
 
+# %% ../nbs/06_modernbert.ipynb #116a59c8
 class ModernBertForMLM(nn.Module):
     "The encoder, the head, and the tied word table as the decoder, with a bias of its own."
     def __init__(self, config: ModernBertConfig, rng: PCG32 | None = None):
@@ -258,6 +261,13 @@ class ModernBertForMLM(nn.Module):
     def loss(self, ids: torch.Tensor, attn_mask: torch.Tensor | None, labels: torch.Tensor) -> torch.Tensor:
         "forward's loss, with the head and the decoder only at the labelled positions."
         return self._loss(self.encoder(ids, attn_mask), labels, transformed=False)
+    def labelled_logits(self, ids: torch.Tensor, attn_mask: torch.Tensor | None, labels: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
+        h = self.encoder(ids, attn_mask)
+        rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
+        x = self.head(h.flatten(0, 1)[rows[:n]])
+        return F.linear(x, self.encoder.tok_emb.weight, self.bias), labels.flatten()[rows[:n]]
     def _loss(self, h: torch.Tensor, labels, transformed: bool = True) -> torch.Tensor:
         rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
         x = h.flatten(0, 1)[rows]
@@ -273,8 +283,8 @@ class ModernBertClassifier(nn.Module):
                  dropout: float = 0.0, rng: PCG32 | None = None):
         super().__init__()
         self.encoder, c = _need('encoder', encoder, ModernBertEncoder), encoder.config
-        if isinstance(labels, int) and not isinstance(labels, bool):
-            labels = [f'LABEL_{i}' for i in range(labels)]
+        if isinstance(labels, int) and not isinstance(labels, bool):  # a count: transformers' names
+            labels = [f'LABEL_{i}' for i in range(_check_int('labels', labels, 2, 1 << 20))]
         if not isinstance(labels, (list, tuple)) or len(labels) < 2 or len(set(labels)) != len(labels) \
                 or not all(isinstance(l, str) and l for l in labels):
             raise ValueError(f"labels must be a count >= 2 or distinct names, got {labels!r:.80}")

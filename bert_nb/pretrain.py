@@ -147,7 +147,7 @@ def evaluate(model: BertForMLM, tok: WordPieceTokenizer, rows: np.ndarray, lens:
     model.eval()
     total, correct, n = 0.0, 0, 0
     for *_, args in _eval_batches(tok, rows, lens, seed, device, batch_size):
-        logits, y = model.labelled_logits(*args)
+        logits, y = model.labelled_logits(*_call_args(model, args))
         total += F.cross_entropy(logits.float(), y, reduction='sum').item()
         correct += (logits.argmax(-1) == y).sum().item(); n += len(y)
     model.train(was_training)
@@ -251,6 +251,7 @@ class RunArgs:
     warmup: float = 0.05                        # share of the steps (or of the --minutes budget)
     weight_decay: float = 0.01
     mask_p: float = 0.4                         # in training; evaluation masks 0.15
+    arch: str = 'bert'                          # or 'modernbert': chapter 06's encoder, at the same size
     sin_pos: bool = True                        # start the position table from sinusoids
     sin_scale: float = 0.1                      # ... of this amplitude (5x the word table's init)
     freq_bias: bool = True                      # start the decoder's bias at the tokens' log-frequencies
@@ -308,7 +309,13 @@ def _gather(x, world) -> list:
 class MLMLoss(nn.Module):
     "BertForMLM.loss as a forward, so DistributedDataParallel sees (and all-reduces) the training path."
     def __init__(self, model: BertForMLM): super().__init__(); self.model = model
-    def forward(self, *args): return self.model.loss(*args)
+    def forward(self, *args): return self.model.loss(*_call_args(self.model, args))
+
+# %% ../nbs/03_pretrain.ipynb #9ad31c89
+def _call_args(model: nn.Module, args: tuple) -> tuple:
+    """A batch's (ids, token types, mask, labels), as the model takes them: a model without token types
+    (chapter 06's ModernBERT) is called without them."""
+    return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])
 
 # %% ../nbs/03_pretrain.ipynb #29d5577b
 def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, world: int = 1) -> dict:

@@ -285,7 +285,8 @@ def test_calls_refuse_bad_ids_masks_and_labels():
     with pytest.raises(ValueError, match='labels must be -100 or in'): m(ids, mask, ids + CFG.vocab)
     with pytest.raises(TypeError, match='config must be a ModernBertConfig'): ModernBertEncoder(dict(vocab=3))
     enc = ModernBertEncoder(CFG)
-    for bad, msg in [(1, 'labels must be a count'), (['a', 'a'], 'distinct'), (['a', ''], 'labels must be')]:
+    for bad, msg in [(1, 'labels must be in'), (10**9, 'labels must be in'), (['a', 'a'], 'distinct'),
+                     (['a', ''], 'labels must be'), ('ab', 'labels must be')]:
         with pytest.raises(ValueError, match=msg): ModernBertClassifier(enc, bad)
     with pytest.raises(ValueError, match='pooling'): ModernBertClassifier(enc, 2, pooling='max')
     with pytest.raises(ValueError, match='dropout'): ModernBertClassifier(enc, 2, dropout=1.5)
@@ -351,3 +352,62 @@ def test_the_low_level_functions_refuse_what_they_cannot_compute():
     with pytest.raises(ValueError, match='q, k, v must be'): local_attention(x, x[:3], x, bias, 2)
     with pytest.raises(ValueError, match='q, k, v must be'): local_attention(x, x, x, bias, 3)
     assert local_attention(x, x, x, bias, 2).shape == x.shape
+
+# --- bert-nb train --arch modernbert: the same command, budget and files -------------------------------------
+TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', '3',
+        '--heads', '2', '--d-ff', '96', '--lr', '3e-3', '--evals', '2', '--quiet', '--arch', 'modernbert']
+
+@pytest.fixture(scope='module')
+def modern_run(corpus, tmp_path_factory):
+    from bert_nb.command import main
+    out = tmp_path_factory.mktemp('runs') / 'modern'
+    assert main(['--corpus', str(corpus), '--steps', '30', '--out', str(out)] + TINY) == 0
+    return out
+
+def test_train_arch_modernbert_writes_a_modernbert_both_libraries_read(modern_run):
+    m = json.loads((modern_run / 'metrics.json').read_text())
+    assert m['config']['d_ff'] == 64 and m['steps'] == 30  # GeGLU 2/3 of --d-ff: BERT's parameters
+    assert json.loads((modern_run / 'args.json').read_text())['arch'] == 'modernbert'
+    assert not (modern_run / 'attention_reach.png').exists()  # BERT's figure; chapter 06 draws ModernBERT's
+    losses = [l for _, _, l in m['train']]
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+    ours = load_modernbert(modern_run / 'model')
+    assert type(ours) is ModernBertForMLM and ours.config.n_layers == 3 and ours.config.max_len == 32
+    theirs = AutoModelForMaskedLM.from_pretrained(modern_run / 'model').eval()
+    ids = torch.tensor([WordPieceTokenizer.from_vocab(modern_run / 'model').encode('and god said')])
+    assert (ours(ids)[0] - theirs(input_ids=ids).logits).abs().max() < 1e-4
+
+def test_eval_and_fill_read_a_modernbert_run(modern_run, capsys):
+    from bert_nb.command import main
+    assert main(['eval', str(modern_run)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = json.loads((modern_run / 'metrics.json').read_text())['held_out']
+    assert got == {k: want[k] for k in ('loss', 'acc', 'n')}  # the same weights, masks and operations
+    assert main(['fill', str(modern_run), 'and god said , let there be [MASK] .', '--top-k', '3']) == 0
+    assert capsys.readouterr().out.startswith('[MASK] 1:')
+
+def test_a_modernbert_run_resumes_bit_for_bit(corpus, modern_run, tmp_path):
+    from bert_nb.command import main
+    args = ['--corpus', str(corpus), '--steps', '8', '--vocab', str(modern_run / 'vocab.txt')] + TINY
+    assert main(args + ['--out', str(tmp_path / 'whole')]) == 0
+    assert main(args + ['--out', str(tmp_path / 'parts'), '--stop-at', '3']) == 0
+    assert main(['train', '--resume', str(tmp_path / 'parts'), '--quiet']) == 0
+    a, b = (load_modernbert(tmp_path / d / 'model') for d in ('whole', 'parts'))
+    for (n, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()): assert torch.equal(x, y), n
+
+@pytest.mark.parametrize('extra,says', [(['--sin-pos'], "--sin-pos is BERT's"), (['--init', 'x'], "--init is BERT's"),
+                                        (['--heads', '3', '--d-model', '33'], 'bad model settings')])
+def test_train_arch_modernbert_refuses_what_it_cannot_build(corpus, tmp_path, capsys, extra, says):
+    from bert_nb.command import main
+    assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'o')] + TINY + extra) == 2
+    assert says in capsys.readouterr().err and not (tmp_path / 'o').exists()
+
+def test_a_resumed_run_with_an_unknown_arch_is_refused(modern_run, tmp_path, capsys):
+    import shutil
+    from bert_nb.command import main
+    shutil.copytree(modern_run, tmp_path / 'r')
+    (tmp_path / 'r' / 'metrics.json').unlink()  # as if cut short: resumable
+    p = tmp_path / 'r' / 'args.json'
+    p.write_text(json.dumps(json.loads(p.read_text()) | {'arch': 'gpt'}))
+    assert main(['train', '--resume', str(tmp_path / 'r'), '--quiet']) == 2
+    assert "arch must be one of ['bert', 'modernbert']" in capsys.readouterr().err

@@ -498,6 +498,21 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'a bf16 modern model': lambda: MB.ModernBertForMLM(mc).bfloat16()(ids),
                     'load_modernbert of what save_modernbert wrote': lambda: MB.load_modernbert(mdir)}.items():
         c[f'#46 {name}'] = lambda f=f: api(f, bad=False)
+    # #46: bert-nb train --arch modernbert, and eval and fill of its model
+    c['#46 bert-nb --arch gpt'] = lambda: cli('--corpus', corpus, '--arch', 'gpt', '--out', runs / 'a-gpt', *tiny)
+    c['#46 bert-nb --arch modernbert --sin-pos'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert', '--sin-pos',
+                                                               '--out', runs / 'a-sin', *tiny)
+    c['#46 bert-nb --arch modernbert --init'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert', '--init',
+                                                            model_dir, '--out', runs / 'a-init', *tiny)
+    c['#46 bert-nb --arch modernbert of an odd head size'] = lambda: cli(
+        '--corpus', corpus, '--arch', 'modernbert', '--out', runs / 'a-odd', *tiny, '--d-model', 18, '--heads', 2)
+    def modern_run():
+        r = cli('--corpus', corpus, '--arch', 'modernbert', '--steps', 4, '--out', runs / 'a-ok', *tiny, bad=False)
+        if r != 'correct': return r
+        for args in (('eval', runs / 'a-ok'), ('fill', runs / 'a-ok', 'a b [MASK] d')):
+            if (r := cli(*args, bad=False)) != 'correct': return r
+        return r
+    c['#46 bert-nb --arch modernbert, then eval and fill'] = modern_run
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:

@@ -439,7 +439,7 @@ FAULTS += [
     Fault('m09', "global layers turn by the local base", 'modernbert.py', 'class ModernBertAttention(',
           'c.theta_global if self.is_global else c.theta_local', 'c.theta_local', MODERN),
     Fault('m10', 'global layers read padding', 'modernbert.py', 'class ModernBertAttention(',
-          'attn_mask=m, dropout_p=p)', 'attn_mask=None, dropout_p=p)', MODERN),
+          '_attend(q, k, v, m, p)', '_attend(q, k, v, None, p)', MODERN),
     Fault('m11', 'no final norm', 'modernbert.py', 'class ModernBertEncoder(',
           'return self.final_norm(x), b', 'return x, b', MODERN),
     Fault('m12', 'residual branches not scaled at init', 'modernbert.py', 'class ModernBertEncoder(',
@@ -461,6 +461,18 @@ FAULTS += [
           'classifier_pooling=model.pooling', "classifier_pooling='cls'", MODERN),
     Fault('m20', 'irregular layer types accepted', 'modernbert.py', 'def _global_every(',
           '    if types != want or not want:', '    if not want:', MODERN),
+    Fault('m21', 'a ModernBERT run saved as a BERT', 'command.py', 'def _finish(',
+          "(save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model", 'save_bert(r.model', MODERN),
+    Fault('m22', 'ModernBERT called with token types', 'pretrain.py', 'def _call_args(',
+          "return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])", 'return args', MODERN),
+    Fault('m23', 'eval and fill read every model as a BERT', 'command.py', 'def _load(',
+          "meta.get('model_type') != 'modernbert'", "meta.get('model_type') != 'ModernBERT'", MODERN),
+    Fault('m24', "--arch modernbert's GeGLU as wide as BERT's feed-forward", 'command.py', 'def _modern(',
+          'd_ff=max(1, 2 * a.d_ff // 3)', 'd_ff=a.d_ff', MODERN),
+    Fault('m25', "a run's unknown arch resumed", 'command.py', 'def _read_args(',
+          'if act.choices and v is not None and v not in act.choices:', 'if False:', MODERN),
+    Fault('m26', "BERT's position options taken by a ModernBERT run", 'command.py', 'def _take_arch(',
+          "if ns.arch == 'modernbert' and", 'if False and', MODERN),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:
