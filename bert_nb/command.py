@@ -750,10 +750,10 @@ def _new_args(ns) -> tuple[RunArgs, int]:
     _take_arch(ns)
     if ns.init: _take_init(ns)
     if ns.data: _take_data(ns)
-    given = {f.name: getattr(ns, f.name) for f in fields(RunArgs) if hasattr(ns, f.name)}  # the options
-    a = RunArgs(**given | dict(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], minutes=minutes,
-                               vocab=ns.vocab and str(Path(ns.vocab).resolve()),
-                               sin_pos=ns.sin_pos and ns.arch == 'bert'))
+    opts = {f.name: getattr(ns, f.name) for f in fields(RunArgs) if hasattr(ns, f.name)}  # as parsed
+    a = RunArgs(**opts | dict(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], minutes=minutes,
+                              vocab=ns.vocab and str(Path(ns.vocab).resolve()),
+                              sin_pos=ns.sin_pos and ns.arch == 'bert'))
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
