@@ -131,6 +131,12 @@ def _batch(rows, lens, idx, tok, p, rng, device):
     "Mask rows[idx] (`_masked`)."
     return _masked(rows[idx], lens[idx], tok, p, rng, device)
 
+# %% ../nbs/03_pretrain.ipynb #9ad31c89
+def _call_args(model: nn.Module, args: tuple) -> tuple:
+    """A batch's (ids, token types, mask, labels), as the model takes them: a model without token types
+    (chapter 06's ModernBERT) is called without them."""
+    return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])
+
 # %% ../nbs/03_pretrain.ipynb #4cd86104
 def _eval_batches(tok: WordPieceTokenizer, rows: np.ndarray, lens: np.ndarray, seed: int, device='cpu',
                   batch_size: int = 64):
@@ -310,12 +316,6 @@ class MLMLoss(nn.Module):
     "BertForMLM.loss as a forward, so DistributedDataParallel sees (and all-reduces) the training path."
     def __init__(self, model: BertForMLM): super().__init__(); self.model = model
     def forward(self, *args): return self.model.loss(*_call_args(self.model, args))
-
-# %% ../nbs/03_pretrain.ipynb #9ad31c89
-def _call_args(model: nn.Module, args: tuple) -> tuple:
-    """A batch's (ids, token types, mask, labels), as the model takes them: a model without token types
-    (chapter 06's ModernBERT) is called without them."""
-    return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])
 
 # %% ../nbs/03_pretrain.ipynb #29d5577b
 def prepare(a: RunArgs, tok: WordPieceTokenizer | None = None, rank: int = 0, world: int = 1) -> dict:
