@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check bench bench-demo bench-electra bench-finetune bench-modernbert bench-arch readme sync mutants golden kjv
+.PHONY: demo test docs docs-check bench bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -71,9 +71,13 @@ bench-demo: .venv/.installed
 bench-electra: .venv/.installed
 	cd bench && ../$(PY) electra.py --steps 2000 --seeds 0 1 2
 
-# Chapter 05's fine-tuning baselines and encoders (bench/finetune.json).
+# Chapter 05's fine-tuning baselines and encoders, on the verse tasks and the pair task (bench/finetune.json).
 bench-finetune: .venv/.installed
 	cd bench && ../$(PY) finetune.py
+
+# Chapter 07's truecasing: the baselines and the encoders, three seeds each (bench/tagging.json; about 30 minutes).
+bench-tagging: .venv/.installed
+	cd bench && ../$(PY) tagging.py
 
 # Chapter 06's ModernBERT against transformers' (bench/modernbert.json; about 5 minutes): padded batches and long
 # rows; exits non-zero when a ratio misses its target (the whole forward at T = 8,192 does: see the chapter).

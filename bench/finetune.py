@@ -1,4 +1,5 @@
-"""Fine-tuning on the verse tasks of chapter 05 (#37): what pretraining buys, against baselines, over seeds.
+"""Fine-tuning on the verse tasks of chapter 05 (#37) and its pair task (#47: does verse B follow verse A?): what
+pretraining buys, against baselines, over seeds.
 
 For each encoder (the shipped model; a random one of its size; all-MiniLM-L6-v2) the learning rate is chosen on the
 development set (seed 0) from a grid around BERT's advice; then the encoder is fine-tuned with it under 3 seeds (1 for
@@ -12,7 +13,7 @@ leaves its test predictions, for 05's confusion matrix and its hard verses.
 import argparse, fcntl, json, statistics, sys, time, warnings
 from pathlib import Path
 from bert_nb import KJV, BertEncoder, PCG32, WordPieceTokenizer, load_bert
-from bert_nb.finetune import Classifier, accuracy, bag_of_words, fine_tune, majority, predict, verse_task
+from bert_nb.finetune import Classifier, accuracy, bag_of_words, fine_tune, majority, pair_task, predict, verse_task
 from common import machine, minilm_dir
 
 SAVED = Path(__file__).with_name('finetune.json')
@@ -44,13 +45,14 @@ def one(name: str, task, lr: float, seed: int, test: bool) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--models', nargs='+', default=list(GRIDS), choices=list(GRIDS))
-    p.add_argument('--tasks', nargs='+', default=['testament', 'section'])
+    p.add_argument('--tasks', nargs='+', default=['testament', 'section', 'next'],
+                   choices=['testament', 'section', 'next'])
     p.add_argument('--table', action='store_true')
     ns = p.parse_args()
     if not ns.table:
         print(machine())
         for name in ns.tasks:
-            task = verse_task(name)
+            task = pair_task() if name == 'next' else verse_task(name)
             save([dict(model='majority', task=name, acc=majority(task)),
                   dict(model='bag of words', task=name, **dict(zip(('acc', 'decay'), bag_of_words(
                       WordPieceTokenizer.from_vocab(KJV), task))))])
@@ -64,7 +66,7 @@ def main():
     table(load())
 
 def table(results: list[dict]):
-    for task in ('testament', 'section'):
+    for task in ('testament', 'section', 'next'):
         print(f"\n{task}")
         for model in ('majority', 'bag of words', 'random', 'kjv', 'minilm'):
             rs = [r for r in results if r['task'] == task and r['model'] == model and r.get('split', 'test') == 'test']

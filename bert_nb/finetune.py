@@ -22,7 +22,7 @@ from .checks import _check_int, _check_real, _need
 # %% auto #0
 __all__ = ['SECTION', 'LABELS', 'CLASSIFIER_NAMES', 'MODELS', 'Task', 'verse_task', 'Classifier', 'fine_tune', 'predict',
            'accuracy', 'majority', 'bag_of_words', 'plot_scores', 'ClassifierForTrainer', 'LabelCollator',
-           'save_classifier', 'load_classifier', 'confusion', 'plot_confusion', 'plot_books']
+           'save_classifier', 'load_classifier', 'confusion', 'plot_confusion', 'plot_books', 'pair_task']
 
 # %% ../nbs/05_finetune.ipynb #10f2e983
 _BOOKS = dict(  # the 66 books by section, in order; Acts reads as history, Revelation as prophecy
@@ -100,18 +100,24 @@ def _check_pairs(name: str, pairs, n_labels: int):
     if not isinstance(pairs, list) or not pairs:
         raise ValueError(f"{name} must be a non-empty list of (text, label) pairs, "
                          f"got {type(pairs).__name__}")
-    bad = next((p for p in pairs if not (isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+    bad = next((p for p in pairs if not (isinstance(p, tuple) and len(p) == 2 and _text(p[0])
                 and _label(p[1]) and 0 <= p[1] < n_labels)), None)
     if bad is not None:
-        raise ValueError(f"{name} holds {bad!r:.80}: each must be (str, label in 0..{n_labels - 1})")
+        raise ValueError(f"{name} holds {bad!r:.80}: each must be (text, label in 0..{n_labels - 1}), "
+                         "a text a str or a (str, str) pair")
 
 def _label(y) -> bool: return isinstance(y, int) and not isinstance(y, bool)  # True is no label
 
+def _text(t) -> bool:
+    "A verse (str) or two, (text_a, text_b): segment A and segment B."
+    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2 and all(isinstance(s, str) for s in t))
+
+# %% ../nbs/05_finetune.ipynb #9565852d
 def _check_texts(texts) -> list[str]:
-    "A list of texts: a str is refused (its characters are not texts)."
-    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) \
-            or not all(isinstance(t, str) for t in texts):
-        raise TypeError(f"texts must be a list of str, got {type(texts).__name__} {texts!r:.60}")
+    "A list of texts or (text_a, text_b) pairs: a str is refused (its characters are not texts)."
+    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not all(map(_text, texts)):
+        raise TypeError(f"texts must be a list of str or (str, str) pairs, got {type(texts).__name__} "
+                        f"{texts!r:.60}")
     return list(texts)
 
 def _check_tuning(model, tok, max_len) -> int:
@@ -185,18 +191,22 @@ def majority(task: Task) -> float:
 # %% ../nbs/05_finetune.ipynb #9959d580
 def bag_of_words(tok: WordPieceTokenizer, task: Task, decays=(1e-5, 1e-4, 1e-3)) -> tuple[float, float]:
     """Logistic regression on token counts (the tokenizer's pieces; `[CLS]`, once in every verse, is the
-    intercept), fitted by L-BFGS; the L2 weight chosen on the dev set. Returns (test accuracy, the weight)."""
+    intercept; a pair's two texts counted apart), fitted by L-BFGS; the L2 weight chosen on the dev set.
+    Returns (test accuracy, the weight)."""
     _need('tok', tok, WordPieceTokenizer); _need('task', task, Task)
     if isinstance(decays, (str, bytes)) or not hasattr(decays, '__len__') or not len(decays):
         raise ValueError(f"decays must be a non-empty list of weights, got {decays!r:.60}")
     decays = [_check_real('decays[i]', w, 0) for w in decays]
+    V = len(tok)
+    one = lambda t: tok.encode(t)[:-1] if isinstance(t, str) else one(t[0]) + [V + i for i in one(t[1])[1:]]
     def bags(pairs):
-        ids = [tok.encode(t)[:-1] for t, _ in pairs]  # [CLS] and the pieces, not [SEP]
+        ids = [one(t) for t, _ in pairs]  # [CLS] and the pieces, not [SEP]; text B's pieces as V + id
         offsets = torch.tensor(np.cumsum([0] + [len(x) for x in ids[:-1]]))
         return torch.tensor([i for x in ids for i in x]), offsets, torch.tensor([y for _, y in pairs])
     train, dev, test = bags(task.train), bags(task.dev), bags(task.test)
+    paired = not isinstance(task.train[0][0], str)
     def fit(decay: float) -> nn.EmbeddingBag:
-        bow = nn.EmbeddingBag(len(tok), len(task.labels), mode='sum').double()
+        bow = nn.EmbeddingBag(V * (1 + paired), len(task.labels), mode='sum').double()  # A's pieces, B's
         nn.init.zeros_(bow.weight)
         opt = torch.optim.LBFGS(bow.parameters(), max_iter=200, line_search_fn='strong_wolfe')
         def closure():
@@ -265,49 +275,62 @@ class LabelCollator:
         return b | {'labels': y}
 
 # %% ../nbs/05_finetune.ipynb #9a88b08c
-def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTokenizer,
-                    labels: list[str]) -> Path:
-    """Save as transformers saves a BertForSequenceClassification (weights, config with the labels,
-    tokenizer), atomically (`write_dir`)."""
-    _need('model', model, Classifier)
+def _check_names(labels, n: int) -> list[str]:
+    "n distinct label names."
     if not isinstance(labels, (list, tuple)) or not all(isinstance(l, str) and l for l in labels) \
             or len(set(labels)) != len(labels):
         raise ValueError(f"labels must be a list of distinct names (str), got {labels!r:.80}")
-    if len(labels) != model.classifier.out_features:
-        raise ValueError(f"labels has {len(labels)} names for {model.classifier.out_features} logits: "
-                         f"{labels}")
-    ours, c = model.state_dict(), model.bert.config
-    sd = {f'bert.{hf}': ours[f'bert.{o}'] for hf, o in hf_encoder_names(c.n_layers).items()}
-    sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES} | {k: ours[k] for k in CLASSIFIER_NAMES}
+    if len(labels) != n: raise ValueError(f"labels has {len(labels)} names for {n} logits: {labels}")
+    return list(labels)
+
+def _save_head(model: nn.Module, dir, tok: WordPieceTokenizer, labels: list[str], arch: str) -> Path:
+    "The encoder (with its pooler for a sentence classifier) and `classifier.*` as transformers saves `arch`."
+    labels, ours = _check_names(labels, model.classifier.out_features), model.state_dict()
+    sd = {f'bert.{hf}': ours[f'bert.{o}'] for hf, o in hf_encoder_names(model.bert.config.n_layers).items()}
+    if arch == 'BertForSequenceClassification': sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES}
+    sd |= {k: ours[k] for k in CLASSIFIER_NAMES}
     def write(tmp: Path):
         save_bert(model.bert, tmp, tok)  # the tokenizer's files, the encoder's config; weights, config redone
         _write_safetensors(tmp / 'model.safetensors', {
             k: v.detach().cpu().contiguous() for k, v in sd.items()})
         config = json.loads((tmp / 'config.json').read_text())
         config.pop('bert_nb')  # transformers' layout, not an encoder of bert-nb's
-        config |= dict(architectures=['BertForSequenceClassification'], classifier_dropout=model.dropout.p,
+        config |= dict(architectures=[arch], classifier_dropout=model.dropout.p,
                        id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
         _write_text(tmp / 'config.json', json.dumps(config, indent=2) + '\n')
     return write_dir(dir, write)
 
+def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTokenizer,
+                    labels: list[str]) -> Path:
+    """Save as transformers saves a BertForSequenceClassification (weights, config with the labels,
+    tokenizer), atomically (`write_dir`)."""
+    return _save_head(_need('model', model, Classifier), dir, tok, labels, 'BertForSequenceClassification')
+
 # %% ../nbs/05_finetune.ipynb #aa250cd8
-def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
-    "A classifier that save_classifier (or transformers' BertForSequenceClassification) saved; its labels."
-    dir = Path(dir)
+def _read_head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
+    "A saved head's encoder, `classifier.*` weights, label names and dropout; `what` names it in errors."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # the classifier is dropped from the encoder's load, and read below
         bert = load_bert(dir, BertEncoder)
     sd = _read_safetensors(dir / 'model.safetensors')
-    if bert.pooler is None or bert.load_report.initialised or not CLASSIFIER_NAMES <= sd.keys():
-        raise ValueError(f"{dir} holds no BERT sentence classifier (pooler and classifier.weight, .bias)")
+    if (bert.pooler is None) == pooler or bert.load_report.initialised or not CLASSIFIER_NAMES <= sd.keys():
+        raise ValueError(f"{dir} holds no {what} ({'pooler and ' if pooler else 'no pooler, '}"
+                         "classifier.weight, .bias)")
     config, n = _read_json(dir / 'config.json'), len(sd['classifier.bias'])
     names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' default names
     if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
         raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, "
                          f"got {names!r:.80}")
-    labels = [names[str(i)] for i in range(n)]
-    model = Classifier(bert, len(labels), config.get('classifier_dropout') or config['hidden_dropout_prob'])
-    model.classifier.load_state_dict({k.removeprefix('classifier.'): sd[k] for k in CLASSIFIER_NAMES})
+    head = {k.removeprefix('classifier.'): sd[k] for k in CLASSIFIER_NAMES}
+    dropout = config.get('classifier_dropout')
+    if dropout is None: dropout = config['hidden_dropout_prob']  # what transformers' classifiers then use
+    return bert, head, [names[str(i)] for i in range(n)], dropout
+
+def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
+    "A classifier that save_classifier (or transformers' BertForSequenceClassification) saved; its labels."
+    bert, head, labels, dropout = _read_head(Path(dir), 'BERT sentence classifier', pooler=True)
+    model = Classifier(bert, len(labels), dropout)
+    model.classifier.load_state_dict(head)
     return model.eval(), labels
 
 # %% ../nbs/05_finetune.ipynb #6c5cf373
@@ -360,3 +383,30 @@ def plot_books(books: list[str], right: list[bool]) -> dict[str, float]:
     ax.legend(ncol=6, fontsize=8, loc='lower left')
     fig.tight_layout()
     return acc
+
+# %% ../nbs/05_finetune.ipynb #8da07690
+LABELS['next'] = ['not next', 'next']
+
+def pair_task(n_train: int = 4000, n_dev: int = 1000, n_test: int = 2000, seed: int = 0) -> Task:
+    """Pairs of verses (A, B) labelled 'next' when B follows A in the text and 'not next' when B is another
+    verse of A's book. The A verses (each with a next verse in its book) drawn at random (PCG32(seed)) into
+    three disjoint sets, then a fair coin for each pair from the same stream."""
+    sizes = {k: _check_int(k, n, 1) for k, n in dict(n_train=n_train, n_dev=n_dev, n_test=n_test).items()}
+    verses = kjv_verses()
+    first = [i for i in range(len(verses) - 1) if verses[i + 1].book == verses[i].book]
+    if sum(sizes.values()) > len(first):
+        raise ValueError(f"n_train + n_dev + n_test must be at most {len(first)}, got {sum(sizes.values())}")
+    rng = PCG32(_check_int('seed', seed, 0, 2**64))
+    start, end = {}, {}  # each book's first line and the line after its last
+    for i, v in enumerate(verses): start.setdefault(v.book, i); end[v.book] = i + 1
+    lines = [first[k] for k in shuffle(len(first), rng)[:sum(sizes.values())]]
+    pairs = []
+    for i in lines:
+        j = i + 1
+        if not (y := rng.below(2)):
+            book = verses[i].book
+            while j in (i, i + 1): j = start[book] + rng.below(end[book] - start[book])
+        pairs.append(((verses[i].text, verses[j].text), y))
+    a, b = n_train, n_train + n_dev
+    return Task('next', LABELS['next'], pairs[:a], pairs[a:b], pairs[b:],
+                dict(train=lines[:a], dev=lines[a:b], test=lines[b:]))

@@ -190,6 +190,15 @@ def _06_2(global_period, local_period):
         return 2 * math.pi / math.atan2(float(sin[0, 0, 31]), float(cos[0, 0, 31]))
     return _close('global_period', global_period, period(160_000.0)) + _close('local_period', local_period, period(1e4))
 
+# 07: tagging
+def _07_1(labelled, positions):
+    pieces = [1, 3, 1, 2, 1]
+    return _same('labelled', labelled, len(pieces)) + _same('positions', positions, sum(pieces) + 2)
+
+def _07_2(f1):
+    precision, recall = Fraction(30, 40), Fraction(30, 50)
+    return _close('f1', f1, 2 * precision * recall / (precision + recall), rel=1e-6)
+
 CHECKS = {f'{k[1:3]}.{k[4:]}': f for k, f in globals().items() if k[:1] == '_' and k[1:3].isdigit()}
 
 def check(key: str, *answers, **state) -> None:

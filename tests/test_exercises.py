@@ -107,6 +107,12 @@ ANSWERS = {
           '160_000 ** (62 / 64), 10_000 ** (62 / 64)': 'a period taken as 1 / omega, not 2 pi / omega',
           '2 * math.pi * 160_000 ** (31 / 64), 2 * math.pi * 10_000 ** (31 / 64)': 'i / dh for 2i / dh'}),
     ],
+    '07_tagging': [
+        ('labelled, positions = None, None', '5, 10',
+         {'8, 10': 'a label on every piece', '5, 8': 'the specials not counted', '8, 8': 'pieces only'}),
+        ('f1 = None', '2 / 3', {'(0.75 + 0.6) / 2': 'the plain mean of precision and recall', '0.75': 'precision',
+                                '0.6': 'recall'}),
+    ],
 }
 
 def run(stem: str) -> tuple[CaptureShell, object]:

@@ -513,6 +513,58 @@ def cases(tmp: Path, minilm: Path) -> dict:
             if (r := cli(*args, bad=False)) != 'correct': return r
         return r
     c['#46 bert-nb --arch modernbert, then eval and fill'] = modern_run
+    # #47: token classification (chapter 07) and sentence pairs (chapter 05)
+    from bert_nb import tagging as TG, finetune as FT
+    tagger = TG.TokenClassifier(B.BertEncoder(B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1,
+                                                           d_ff=32), rng=PCG32(0)), 3, rng=PCG32(0))
+    tagged = TG.save_tagger(tagger, tmp / 'tagger', small)
+    one = [(['a', 'b', 'c'], [0, 1, 2])]
+    for name, f in {'case_of of None': lambda: TG.case_of(None), 'words_of of bytes': lambda: TG.words_of(b'a b'),
+                    'truecase_task n_train 0': lambda: TG.truecase_task(n_train=0),
+                    'truecase_task larger than the corpus': lambda: TG.truecase_task(n_train=31_000),
+                    'align of no words': lambda: TG.align(small, []),
+                    'align of a text, not words': lambda: TG.align(small, 'a b c'),
+                    'align of an empty word': lambda: TG.align(small, ['a', '']),
+                    'align of tags of another length': lambda: TG.align(small, ['a', 'b'], [0]),
+                    'align of a tag out of range': lambda: TG.align(small, ['a', 'b'], [0, 3]),
+                    'align of a bool tag': lambda: TG.align(small, ['a', 'b'], [0, True]),
+                    'align max_len 2': lambda: TG.align(small, ['a'], max_len=2),
+                    'windows max_len 2': lambda: TG.windows(small, ['a'], 2),
+                    'TagCollator of no examples': lambda: TG.TagCollator(small, 16)([]),
+                    'TagCollator of a row past max_len': lambda: TG.TagCollator(small, 4)(one),
+                    'TagCollator of texts': lambda: TG.TagCollator(small, 16)(['a b']),
+                    'TokenClassifier of one label': lambda: TG.TokenClassifier(tagger.bert, 1),
+                    'TokenClassifier dropout 2': lambda: TG.TokenClassifier(tagger.bert, 3, dropout=2),
+                    'TokenClassifier of a BertForMLM': lambda: TG.TokenClassifier(mlm, 3),
+                    'fine_tune_tagger of no examples': lambda: TG.fine_tune_tagger(tagger, small, []),
+                    'fine_tune_tagger of a label out of range': lambda: TG.fine_tune_tagger(tagger, small, [(['a'], [5])]),
+                    'fine_tune_tagger with another tokenizer': lambda: TG.fine_tune_tagger(tagger, tok, one),
+                    'fine_tune_tagger lr 0': lambda: TG.fine_tune_tagger(tagger, small, one, lr=0),
+                    'predict_tags of a str': lambda: TG.predict_tags(tagger, small, 'a b'),
+                    'predict_tags past max_len': lambda: TG.predict_tags(tagger, small, [['a']], max_len=17),
+                    'tag_scores of pred of another length': lambda: TG.tag_scores([[0, 1]], [[0]]),
+                    'tag_scores of a gold label out of range': lambda: TG.tag_scores([[0, 7]], [[0, 1]]),
+                    'tag_scores of keep of ints': lambda: TG.tag_scores([[0]], [[0]], keep=[[1]]),
+                    'case_table of tags of another length': lambda: TG.case_table([(['a', 'b'], [0])]),
+                    'by_form of pred of another length': lambda: TG.by_form([['lord']], [[2]], [[2, 0]]),
+                    'plot_cases of pred of another length': lambda: TG.plot_cases([['a']], [[0, 1]], [[0]]),
+                    'TaggerForTrainer of a Classifier': lambda: TG.TaggerForTrainer(mlm),
+                    'TaggerForTrainer of labels of another shape':
+                        lambda: TG.TaggerForTrainer(tagger)(ids[:, :4] % 20, labels=ids[:, :3] % 3),
+                    'save_tagger of two names for three labels': lambda: TG.save_tagger(tagger, tmp / 'tg-x', small, ['a', 'b']),
+                    'save_tagger over a file': lambda: TG.save_tagger(tagger, tmp / 'file', small),
+                    'load_tagger of a BERT MLM directory': lambda: TG.load_tagger(model_dir),
+                    'load_tagger of a missing directory': lambda: TG.load_tagger(tmp / 'nowhere'),
+                    'pair_task n_dev 0': lambda: FT.pair_task(n_dev=0),
+                    'pair_task larger than the corpus': lambda: FT.pair_task(n_train=31_000),
+                    'fine_tune of a pair of three texts': lambda: FT.fine_tune(
+                        FT.Classifier(B.BertEncoder(cfg, pooler=True), 2), small, [(('a', 'b', 'c'), 0)])}.items():
+        c[f'#47 {name}'] = lambda f=f: api(f)
+    for name, f in {'align of a word of many pieces cut to max_len 4': lambda: TG.align(small, ['abcdefghij'], [1], max_len=4),
+                    'predict_tags of a verse longer than a row': lambda: TG.predict_tags(tagger, small, [['a'] * 40]),
+                    'tag_loss of a batch with no label': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.full((1, 2), -100)),
+                    'load_tagger of what save_tagger wrote': lambda: TG.load_tagger(tagged)}.items():
+        c[f'#47 {name}'] = lambda f=f: api(f, bad=False)
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:

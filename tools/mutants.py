@@ -16,6 +16,7 @@ root = Path(__file__).resolve().parents[1]
 MASKING, ENCODER = ['tests/test_masking.py'], ['tests/test_encoder.py', 'tests/test_checkpoints.py']
 ELECTRA, FINETUNE = ['tests/test_electra.py'], ['tests/test_finetune.py']
 MODERN = ['tests/test_modernbert.py']
+TAGGING = ['tests/test_tagging.py']
 
 @dataclass
 class Fault:
@@ -272,14 +273,14 @@ FAULTS += [
           '', ELECTRA),
     Fault('e05', "the discriminator reads the generator's input ([MASK]s), not its samples", 'electra.py',
           'def electra_loss(', 'model.rtd(model.disc(fake,', 'model.rtd(model.disc(inputs,', ELECTRA),
-    Fault('t01', 'the classifier saved with the pooler outside bert.', 'finetune.py', 'def save_classifier(',
+    Fault('t01', 'the classifier saved with the pooler outside bert.', 'finetune.py', 'def _save_head(',
           "sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES}", "sd |= {k: ours[f'bert.{k}'] for k in POOLER_NAMES}",
           FINETUNE),
     Fault('t02', "fine-tuning's dropout not seeded", 'finetune.py', 'def fine_tune(',
           '        torch.manual_seed(seed)\n', '', FINETUNE),
     # #35: the decoder's bias starts at the training tokens' log-frequencies
     Fault('p13', "the decoder's bias starts at zero (the run never sets it)", 'command.py', 'def _model(',
-          'frequency_bias(model.head, rows.take(idx)[0], tok)', 'pass', PRETRAIN),
+          "frequency_bias(model if a.arch == 'modernbert' else model.head, rows.take(idx)[0], tok)", 'pass', PRETRAIN),
     Fault('p14', 'the frequencies count [CLS], [SEP] and [PAD]', 'pretrain.py', 'def frequency_bias(',
           '    counts[special_ids(tok)] = 0\n', '', ['tests/test_pretrain.py', '-k', 'frequency_bias']),
     # #35: attention trains in float32 on a CPU under bf16 autocast
@@ -353,7 +354,7 @@ FAULTS += [
           "lambda h: f.savefig(h, format='png', dpi=110,", "lambda h: f.savefig(out / f'{name}.png', format='png', dpi=110,",
           ['tests/test_reliability.py', '-k', 'planted']),
     Fault('n06', "save_classifier writes its weights with safetensors' own save_file (0600)", 'finetune.py',
-          'def save_classifier(', "_write_safetensors(tmp / 'model.safetensors', {",
+          'def _save_head(', "_write_safetensors(tmp / 'model.safetensors', {",
           "__import__('safetensors.torch', fromlist=['x']).save_file(filename=tmp / 'model.safetensors', tensors={",
           ['tests/test_files.py', '-k', 'umask']),
     Fault('n07', 'a part named by a path written at that path', 'bert.py', 'def save_parts(',
@@ -376,7 +377,7 @@ FAULTS += [
     Fault('n15', 'sample draws from a NaN row', 'electra.py', 'def _check_logits(',
           'bad = (logits.isnan() | (logits == torch.inf)).any(1) | (logits == -torch.inf).all(1)',
           'bad = (logits == torch.inf).any(1)', ELECTRA),
-    Fault('n16', "load_classifier needs id2label (transformers' defaults omit it)", 'finetune.py', 'def load_classifier(',
+    Fault('n16', "load_classifier needs id2label (transformers' defaults omit it)", 'finetune.py', 'def _read_head(',
           "names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}", "names = config['id2label']",
           FINETUNE),
     Fault('n17', 'idna and the escapes taken for text encodings', 'files.py', 'def corpus_lines(',
@@ -473,6 +474,50 @@ FAULTS += [
           'if act.choices and v is not None and v not in act.choices:', 'if False:', MODERN),
     Fault('m26', "BERT's position options taken by a ModernBERT run", 'command.py', 'def _take_arch(',
           "if ns.arch == 'modernbert' and", 'if False and', MODERN),
+    # #47: token classification (chapter 07) and sentence pairs (chapter 05)
+    Fault('x01', 'a one-letter capital taken as UPPER', 'tagging.py', 'def case_of(',
+          'if len(letters) > 1 and all(', 'if all(', TAGGING),
+    Fault('x02', "the task's words keep their case (the answer in the input)", 'tagging.py', 'def truecase_task(',
+          '([w.lower() for w in words_of(verses[i].text)],', '(words_of(verses[i].text),', TAGGING),
+    Fault('x03', "a word's label on every piece", 'tagging.py', 'def align(',
+          'IGNORE if w < 0 or wid[j - 1] == w else', 'IGNORE if w < 0 else', TAGGING),
+    Fault('x04', 'a cut row loses its [SEP]', 'tagging.py', 'def align(',
+          'x[:max_len - 1] + x[-1:]', 'x[:max_len]', TAGGING),
+    Fault('x05', 'windows one token too long', 'tagging.py', 'def windows(',
+          "_check_int('max_len', max_len, 3) - 2", "_check_int('max_len', max_len, 3) - 1", TAGGING),
+    Fault('x06', 'padding labelled lower', 'tagging.py', 'class TagCollator',
+          'labels=z(IGNORE)', 'labels=z(0)', TAGGING),
+    Fault('x07', 'the loss a mean over every position', 'tagging.py', 'def tag_loss(',
+          "reduction='sum') / keep.sum().clamp(min=1)", "reduction='sum') / keep.numel()", TAGGING),
+    Fault('x08', "dropout not seeded by the run's seed", 'tagging.py', 'def fine_tune_tagger(',
+          '        torch.manual_seed(seed)\n', '', TAGGING),
+    Fault('x09', "a word's prediction read from its last piece", 'tagging.py', 'def predict_tags(',
+          'w[j] != w[j - 1]', 'w[j] != w[(j + 1) % len(w)]', TAGGING),
+    Fault('x10', 'words without a case scored', 'tagging.py', 'def tag_scores(',
+          '    use = flat != IGNORE\n', '    use = np.ones(len(flat), bool)\n', TAGGING),
+    Fault('x11', "F1 taken as recall", 'tagging.py', 'def tag_scores(',
+          '2 * ((g == c) & (p == c)).sum() / max((g == c).sum() + (p == c).sum(), 1)',
+          '((g == c) & (p == c)).sum() / max((g == c).sum(), 1)', TAGGING),
+    Fault('x12', 'keep ignored', 'tagging.py', 'def tag_scores(', 'if keep is not None: use &=', 'if False: use &=',
+          TAGGING),
+    Fault('x13', "the table's ties to the higher label", 'tagging.py', 'def by_table(',
+          '(table[w][c], -c)', '(table[w][c], c)', TAGGING),
+    Fault('x14', 'an UPPER first word lowered to Capitalised', 'tagging.py', 'def by_table(',
+          'p[i] = max(p[i], 1)', 'p[i] = 1', TAGGING),
+    Fault('x15', 'a word seen with one case taken as ambiguous', 'tagging.py', 'def ambiguous(',
+          'len(table.get(w, ())) > 1', 'len(table.get(w, ())) >= 1', TAGGING),
+    Fault('x16', "Trainer's labels -100 refused", 'tagging.py', 'class TaggerForTrainer',
+          ' & (labels != IGNORE)).any()', ').any()', TAGGING),
+    Fault('x17', 'a sentence classifier loaded as a tagger', 'finetune.py', 'def _read_head(',
+          'if (bert.pooler is None) == pooler or', 'if', TAGGING + FINETUNE),
+    Fault('y01', "a pair's negative from any book", 'finetune.py', 'def pair_task(',
+          'j = start[book] + rng.below(end[book] - start[book])', 'j = rng.below(len(verses))', TAGGING),
+    Fault('y02', "pairs' labels the wrong way round", 'finetune.py', 'def pair_task(',
+          'if not (y := rng.below(2)):', 'if (y := rng.below(2)):', TAGGING),
+    Fault('y03', "a pair's two texts in one bag", 'finetune.py', 'def bag_of_words(',
+          '[V + i for i in one(t[1])[1:]]', 'one(t[1])[1:]', TAGGING + FINETUNE),
+    Fault('y04', 'any text accepted', 'finetune.py', 'def _text(',
+          "return isinstance(t, str) or", "return True or", TAGGING + FINETUNE),
 ]
 
 def block_span(text: str, start: str) -> tuple[int, int]:

@@ -1,0 +1,85 @@
+"""Truecasing, chapter 07's token task (#47): the case of each word of a lower-cased verse, learned by fine-tuned
+encoders against two baselines that read no context, on all words and on the ambiguous ones, over seeds.
+
+Each encoder (the shipped model; a random one of its size; all-MiniLM-L6-v2) is fine-tuned with chapter 05's recipe
+and learning rates (1e-3 for the small encoders, 1e-4 for MiniLM; 3 epochs of batches of 32 windows of 32 tokens)
+under 3 seeds (the seed draws the head, the batch order and dropout) on the 4,000 training verses, and scored on the
+2,000 test verses. Baselines: each word's commonest case in training, and that plus a capital for the first word.
+The seed-0 runs of the shipped model and MiniLM leave their test predictions, for 07's figures.
+
+    python bench/tagging.py                 # writes bench/tagging.json
+    python bench/tagging.py --table
+"""
+import argparse, json, statistics, time, warnings
+from pathlib import Path
+import torch
+from bert_nb import KJV, BertEncoder, PCG32, WordPieceTokenizer, load_bert
+from bert_nb.tagging import (CASES, TokenClassifier, ambiguous, by_form, by_table, case_table, fine_tune_tagger,
+                             predict_tags, tag_scores, truecase_task)
+from common import machine, minilm_dir
+
+SAVED = Path(__file__).with_name('tagging.json')
+LR = {'kjv': 1e-3, 'random': 1e-3, 'minilm': 1e-4}  # chapter 05's choices on its development sets
+
+def encoder(name: str) -> tuple[BertEncoder, WordPieceTokenizer]:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the MLM head dropped: reported
+        where = minilm_dir() if name == 'minilm' else KJV
+        enc = load_bert(where, BertEncoder)
+    if name == 'random': enc = BertEncoder(enc.config, PCG32(1))  # the same size, nothing learned
+    return enc, WordPieceTokenizer.from_vocab(where)
+
+def scored(model: str, task, table, pred, **more) -> dict:
+    texts, gold = [w for w, _ in task.test], [t for _, t in task.test]
+    return dict(model=model, scores=tag_scores(gold, pred), amb_scores=tag_scores(gold, pred, keep=ambiguous(
+        table, texts)), forms={w: by_form(texts, gold, pred, w) for w in ('lord', 'god')}, **more)
+
+def one(name: str, task, table, seed: int) -> dict:
+    enc, tok = encoder(name)
+    model = TokenClassifier(enc, len(CASES), rng=PCG32(seed))
+    t = time.perf_counter()
+    fine_tune_tagger(model, tok, task.train, lr=LR[name], seed=seed, max_len=32)
+    pred = predict_tags(model, tok, [w for w, _ in task.test], max_len=32)
+    out = scored(name, task, table, pred, seed=seed, lr=LR[name], seconds=round(time.perf_counter() - t, 1))
+    if seed == 0 and name != 'random': out['predicted'] = [''.join(map(str, p)) for p in pred]
+    return out
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--models', nargs='+', default=list(LR), choices=list(LR))
+    p.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
+    p.add_argument('--table', action='store_true')
+    ns = p.parse_args()
+    if not ns.table:
+        print(machine(), flush=True)
+        task = truecase_task()
+        table, texts = case_table(task.train), [w for w, _ in task.test]
+        save([scored('table', task, table, by_table(table, texts)),
+              scored('table+first', task, table, by_table(table, texts, first=True))])
+        for name in ns.models:
+            for seed in ns.seeds:
+                r = one(name, task, table, seed)
+                print(name, seed, f"{r['scores']['acc']:.4f} ambiguous {r['amb_scores']['acc']:.4f}", flush=True)
+                save([r])
+    show(load())
+
+def show(runs: list[dict]):
+    for m in ('table', 'table+first', 'random', 'kjv', 'minilm'):
+        rs = sorted((r for r in runs if r['model'] == m), key=lambda r: r.get('seed', 0))
+        if not rs: continue
+        line = lambda k, f: (lambda v: f"{statistics.median(v):.2%} [{' '.join(f'{x:.2%}' for x in v)}]")(
+            [f(r[k]) for r in rs])
+        print(f"{m:<12} all {line('scores', lambda s: s['acc'])}  ambiguous {line('amb_scores', lambda s: s['acc'])}"
+              f"  F1 {' '.join(line('scores', lambda s, c=c: s['f1'][c]) for c in range(3))}")
+
+def load() -> list[dict]: return json.loads(SAVED.read_text())['runs'] if SAVED.exists() else []
+
+def save(new: list[dict]):
+    "Add (or replace) results by (model, seed)."
+    key = lambda r: (r['model'], r.get('seed'))
+    runs = {key(r): r for r in load()} | {key(r): r for r in new}
+    SAVED.write_text(json.dumps(dict(machine=f'{machine()}; one thread', runs=list(runs.values()))) + '\n')
+
+if __name__ == '__main__':
+    torch.set_num_threads(1)
+    main()
