@@ -39,3 +39,14 @@ def test_the_checks_can_fail(tmp_path):
         test_code_lines_fit_the_column(tmp_path / '06_x.ipynb')
     (tmp_path / '15_x.ipynb').write_text(json.dumps({'cells': [cell([f'x{i} = {i}' for i in range(40)])]}))
     test_cells_are_short(tmp_path / '15_x.ipynb')
+
+def test_every_notebook_is_on_the_site():
+    "A page is built from tools/site.py's CHAPTERS but reached from mkdocs.yml's nav: 07 was built and left out of it."
+    import ast
+    tree = ast.parse((NBS.parent / 'tools' / 'site.py').read_text())
+    chapters = next(ast.literal_eval(n.value) for n in tree.body
+                    if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'CHAPTERS')
+    nav = (NBS.parent / 'mkdocs.yml').read_text()
+    stems = sorted(p.stem for p in NBS.glob('*.ipynb'))
+    assert stems == sorted(chapters)
+    assert [s for s in stems if s != 'index' and f': {s}.md' not in nav] == []
