@@ -128,18 +128,14 @@ def _check_tuning(model, tok, max_len) -> int:
     return c.max_len if max_len is None else _check_int('max_len', max_len, 3, c.max_len + 1)
 
 # %% ../nbs/05_finetune.ipynb #31df2322
-def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str, int]], *, epochs: int = 3,
-              batch_size: int = 32, lr: float = 1e-3, warmup: float = 0.1, weight_decay: float = 0.01,
-              max_len: int | None = None, seed: int = 0) -> list[float]:
-    """Fine-tune every weight of `model` on (text, label) pairs: AdamW, linear warmup and decay, epochs
-    shuffled by PCG32(seed); dropout seeded from `seed` too. Returns each step's loss."""
-    max_len = _check_tuning(model, tok, max_len)
-    _check_pairs('train', train, model.classifier.out_features)
+def _tune(model: nn.Module, n: int, loss_of, *, epochs: int, batch_size: int, lr: float, warmup: float,
+          weight_decay: float, seed: int) -> list[float]:
+    """The fine-tuning loop, for any head: AdamW, linear warmup and decay, `n` examples in epochs shuffled by
+    PCG32(seed), dropout seeded from `seed` too; `loss_of(indices)` is a batch's loss. Each step's loss."""
     epochs, batch_size = _check_int('epochs', epochs, 1), _check_int('batch_size', batch_size, 1)
     lr, warmup = _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1)
     weight_decay, seed = _check_real('weight_decay', weight_decay, 0), _check_int('seed', seed, 0, 2**64)
-    coll = MLMCollator(tok, p=0.0, max_len=max_len)  # p=0: padding only
-    steps = epochs * -(-len(train) // batch_size)
+    steps = epochs * -(-n // batch_size)
     opt = make_optimizer(model, lr, weight_decay)
     warm = max(1, round(warmup * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, warm))
@@ -148,15 +144,29 @@ def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str,
     with torch.random.fork_rng(devices=[]):  # torch's generator (dropout) seeded here, and put back after
         torch.manual_seed(seed)
         for _ in range(epochs):
-            order = shuffle(len(train), rng)
-            for i in range(0, len(train), batch_size):
-                b, y = _batch(coll, [train[j] for j in order[i:i + batch_size]])
-                loss = F.cross_entropy(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), y)
+            order = shuffle(n, rng)
+            for i in range(0, n, batch_size):
+                loss = loss_of(order[i:i + batch_size])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step(); sched.step()
                 losses.append(loss.item())
     return losses
+
+# %% ../nbs/05_finetune.ipynb #5ebea6d8
+def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str, int]], *, epochs: int = 3,
+              batch_size: int = 32, lr: float = 1e-3, warmup: float = 0.1, weight_decay: float = 0.01,
+              max_len: int | None = None, seed: int = 0) -> list[float]:
+    """Fine-tune every weight of `model` on (text, label) pairs: AdamW, linear warmup and decay, epochs
+    shuffled by PCG32(seed); dropout seeded from `seed` too. Returns each step's loss."""
+    max_len = _check_tuning(model, tok, max_len)
+    _check_pairs('train', train, model.classifier.out_features)
+    coll = MLMCollator(tok, p=0.0, max_len=max_len)  # p=0: padding only
+    def loss_of(idx) -> torch.Tensor:
+        b, y = _batch(coll, [train[j] for j in idx])
+        return F.cross_entropy(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), y)
+    return _tune(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+                 weight_decay=weight_decay, seed=seed)
 
 # %% ../nbs/05_finetune.ipynb #1be5e9df
 @torch.no_grad()

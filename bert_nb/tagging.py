@@ -16,9 +16,9 @@ from tokenizers.pre_tokenizers import BertPreTokenizer
 from . import BertEncoder, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert, save_bert
 from .bert import hf_encoder_names
 from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
-from .pretrain import lr_factor, make_optimizer, shuffle
+from .pretrain import shuffle
 from .checks import _check_int, _check_real, _need
-from .finetune import _read_head, _save_head
+from .finetune import _read_head, _save_head, _tune
 
 # %% auto #0
 __all__ = ['CASES', 'IGNORE', 'TAGGERS', 'case_of', 'words_of', 'TagTask', 'truecase_task', 'align', 'windows', 'TagCollator',
@@ -186,28 +186,12 @@ def fine_tune_tagger(model: TokenClassifier, tok: WordPieceTokenizer, train: lis
     decay, epochs shuffled by PCG32(seed); dropout seeded from `seed` too. Returns each step's loss."""
     max_len = _check_tagging(model, tok, max_len)
     train = _windowed(tok, train, max_len, model.classifier.out_features)
-    epochs, batch_size = _check_int('epochs', epochs, 1), _check_int('batch_size', batch_size, 1)
-    lr, warmup = _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1)
-    weight_decay, seed = _check_real('weight_decay', weight_decay, 0), _check_int('seed', seed, 0, 2**64)
     coll = TagCollator(tok, max_len, model.classifier.out_features)
-    steps = epochs * -(-len(train) // batch_size)
-    opt = make_optimizer(model, lr, weight_decay)
-    warm = max(1, round(warmup * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, warm))
-    rng, losses = PCG32(seed), []
-    model.train()
-    with torch.random.fork_rng(devices=[]):  # torch's generator (dropout) seeded here, and put back after
-        torch.manual_seed(seed)
-        for _ in range(epochs):
-            order = shuffle(len(train), rng)
-            for i in range(0, len(train), batch_size):
-                b = coll([align(tok, *train[j], coll.n_labels, max_len) for j in order[i:i + batch_size]])
-                loss = tag_loss(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), b['labels'])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step(); sched.step()
-                losses.append(loss.item())
-    return losses
+    def loss_of(idx) -> torch.Tensor:
+        b = coll([align(tok, *train[j], coll.n_labels, max_len) for j in idx])
+        return tag_loss(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), b['labels'])
+    return _tune(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+                 weight_decay=weight_decay, seed=seed)
 
 # %% ../nbs/07_tagging.ipynb #1db15fd1
 @torch.no_grad()
