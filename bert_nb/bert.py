@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_bert.ipynb #75ebf1ad
 from __future__ import annotations
-import bisect, json, math, os, re, time, warnings
+import bisect, json, math, os, re, warnings
 from pathlib import Path
 from dataclasses import dataclass, asdict, fields
 from typing import NamedTuple, overload
@@ -23,7 +23,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _recover, _saves,
+from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _read_whole,
                            write_dir, _write_safetensors, _write_text)
 from .speed import EncoderOutput, _encode, _attend, _gelu, _labelled_rows, _decoded_loss
 from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
@@ -676,27 +676,6 @@ def _set_pooler(enc: BertEncoder, pooler: bool) -> BertEncoder:
     return enc
 
 # %% ../nbs/02_bert.ipynb #ab7a46fd
-def _read_whole(dir: Path, read):
-    "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
-    for _ in range(100):  # a save swapped in another model while we read: read the new one
-        if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
-        if (at := _inode(dir)) is None:
-            if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
-                raise FileNotFoundError(f"no model directory at {dir}")
-            time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
-        try: got = read(dir)
-        except (ValueError, FileNotFoundError):
-            if _inode(dir) == at: raise
-            continue
-        if _inode(dir) == at: return got
-    raise ValueError(f"{dir} was replaced 100 times while it was read: saves in a loop?")
-
-def _inode(p: Path) -> tuple | None:
-    "Which directory `p` names now (a save puts a new one in its place), or None between a save's renames."
-    try: st = os.stat(p)
-    except FileNotFoundError: return None
-    return st.st_dev, st.st_ino, st.st_ctime_ns  # ctime too: a swapped-in directory may reuse a freed inode
-
 from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another format
 
 # %% ../nbs/02_bert.ipynb #8c6d20e8

@@ -28,7 +28,7 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer,
                               DEFAULT_CORPUS, INIT, ORDER, _world, _broadcast, _gather, _masked, _step,
                               _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
-from .files import _read_json, _write_file, _write_text, _stem, _unwritable
+from .files import _read_json, _read_whole, _write_file, _write_text, _stem, _unwritable
 
 # %% auto #0
 __all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
@@ -858,12 +858,13 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
     return None
 
 def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
-    "eval's and fill's model and tokenizer: a BERT (load_model) or, as its config.json says, a ModernBERT."
-    d = find_model(path)
-    meta = _read_json(d / 'config.json')
-    if not isinstance(meta, dict) or meta.get('model_type') != 'modernbert': return load_model(path)
-    model = load_modernbert(d, ModernBertForMLM)
-    return model, _same_vocab(d, model)
+    "eval's and fill's model and tokenizer, of one save: a BERT, or a ModernBERT if its config.json says so."
+    def read(d: Path):
+        meta = _read_json(d / 'config.json')
+        if not isinstance(meta, dict) or meta.get('model_type') != 'modernbert': return load_model(d)
+        model = load_modernbert(d, ModernBertForMLM)
+        return model, _same_vocab(d, model)
+    return _read_whole(find_model(path), read)
 
 def _eval_cmd(ns) -> int:
     model, tok = _load(ns.model_dir)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile
+import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -251,6 +251,29 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dir
+
+# %% ../nbs/11_files.ipynb #bef9b1e8
+def _read_whole(dir: Path, read):
+    "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
+    for _ in range(100):  # a save swapped in another model while we read: read the new one
+        if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
+        if (at := _inode(dir)) is None:
+            if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
+                raise FileNotFoundError(f"no model directory at {dir}")
+            time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
+        try: got = read(dir)
+        except (ValueError, FileNotFoundError):
+            if _inode(dir) == at: raise
+            continue
+        if _inode(dir) == at: return got
+    raise ValueError(f"{dir} was replaced 100 times while it was read: saves in a loop?")
+
+def _inode(p: Path) -> tuple | None:
+    "Which directory `p` names now (a save puts a new one in its place), or None between a save's renames."
+    try: st = os.stat(p)
+    except FileNotFoundError: return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns  # ctime too: a swapped-in directory may reuse a freed inode
+
 
 # %% ../nbs/11_files.ipynb #fef0ce9b
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',

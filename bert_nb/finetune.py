@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from . import (BertEncoder, MLMCollator, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert,
                      save_bert)
 from .bert import POOLER_NAMES, hf_encoder_names
-from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
+from .files import (_read_json, _read_safetensors, _read_whole, _write_safetensors, _write_text,
+                           write_dir)
 from .pretrain import lr_factor, make_optimizer, shuffle
 from .checks import _check_int, _check_real, _need
 
@@ -318,7 +319,11 @@ def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTok
 
 # %% ../nbs/05_finetune.ipynb #aa250cd8
 def _read_head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
-    "A saved head's encoder, `classifier.*` weights, label names and dropout; `what` names it in errors."
+    "A saved head's encoder, `classifier.*` weights, label names and dropout, all of one save."
+    return _read_whole(dir, lambda d: _head(d, what, pooler))
+
+def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
+    "_read_head's reading; `what` names the model in errors."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # the classifier is dropped from the encoder's load, and read below
         bert = load_bert(dir, BertEncoder)

@@ -13,7 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from . import PCG32, LoadReport, WordPieceTokenizer, init_weights
 from .bert import _save_tokenizer
-from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
+from .files import (_read_json, _read_safetensors, _read_whole, _write_safetensors, _write_text,
+                           write_dir)
 from .speed import _attend, _decoded_loss, _labelled_rows
 from .checks import _check_int, _check_like, _check_labels, _check_range, _check_real, _need
 
@@ -439,16 +440,9 @@ def _built(cls: type, config: ModernBertConfig, meta: dict, sd: dict) -> nn.Modu
     return ModernBertClassifier(ModernBertEncoder(config), labels, meta.get('classifier_pooling', 'cls'),
                                 meta.get('classifier_dropout', 0.0))
 
-# %% ../nbs/06_modernbert.ipynb #1cdf3242
-def load_modernbert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
-    """A ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, in eval mode, from a directory that
-    save_modernbert or transformers' `save_pretrained` wrote; `cls` None: what the directory holds. An encoder
-    drops a head; an MLM model on an encoder's weights starts its head from PCG32(0); `load_report` says
-    what was used, dropped and initialised."""
-    if cls not in (None, ModernBertEncoder, ModernBertForMLM, ModernBertClassifier):
-        raise TypeError(f"cls must be ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, "
-                        f"got {cls!r}")
-    dir = Path(dir); meta = _read_json(dir / 'config.json')
+def _load(dir: Path, cls: type | None) -> nn.Module:
+    "load_modernbert's reading of `dir`, as `cls` (None: what it holds)."
+    meta = _read_json(dir / 'config.json')
     config = config_from_hf(meta, dir / 'config.json')
     if not (dir / 'model.safetensors').is_file(): raise FileNotFoundError(f"no model.safetensors in {dir}")
     sd = _weights(dir, config)
@@ -464,8 +458,19 @@ def load_modernbert(dir: str | os.PathLike, cls: type | None = None) -> nn.Modul
     with torch.no_grad():
         for k in want.keys() & sd.keys(): want[k].copy_(sd[k])
     used = [k for k in sd if k in want or (k == 'decoder.weight' and cls is ModernBertForMLM)]
-    dropped, initialised = [k for k in sd if k not in used], [k for k in want if k not in sd]
-    r = model.load_report = LoadReport(used, dropped, initialised)
-    if r.dropped or r.initialised:
-        warnings.warn(f"loading ModernBERT weights into a {cls.__name__}: {r}", stacklevel=2)
+    model.load_report = LoadReport(used, [k for k in sd if k not in used], [k for k in want if k not in sd])
     return model.eval()
+
+# %% ../nbs/06_modernbert.ipynb #1cdf3242
+def load_modernbert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
+    """A ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, in eval mode, from a directory that
+    save_modernbert or transformers' `save_pretrained` wrote; `cls` None: what the directory holds. An encoder
+    drops a head; an MLM model on an encoder's weights starts its head from PCG32(0); `load_report` says
+    what was used, dropped and initialised."""
+    if cls not in (None, ModernBertEncoder, ModernBertForMLM, ModernBertClassifier):
+        raise TypeError(f"cls must be ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, "
+                        f"got {cls!r}")
+    model = _read_whole(Path(dir), lambda d: _load(d, cls))  # config and weights of one save, as load_bert
+    if (r := model.load_report).dropped or r.initialised:
+        warnings.warn(f"loading ModernBERT weights into a {type(model).__name__}: {r}", stacklevel=2)
+    return model

@@ -289,6 +289,66 @@ def test_a_load_sees_one_whole_model_while_another_process_saves(tmp_path):
     with saving(TWO_SIZES, 'save_bert', d): sizes = {load_bert(d, BertForMLM).config.d_model for _ in range(300)}
     assert sizes <= {8, 16}
 
+def two_saves(kind):
+    "Two models of `kind`, its save and its load: classifiers or taggers of 2 and 3 labels, ModernBERTs of width 8, 16."
+    from bert_nb.finetune import Classifier, load_classifier, save_classifier
+    from bert_nb.tagging import TokenClassifier, load_tagger, save_tagger
+    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM, load_modernbert, save_modernbert
+    if kind == 'modernbert':
+        cfg = lambda d: ModernBertConfig(40, d_model=d, n_heads=2, n_layers=2, d_ff=16, max_len=8)
+        return [ModernBertForMLM(cfg(d), PCG32(d)) for d in (8, 16)], save_modernbert, load_modernbert
+    tok = WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'w{i}' for i in range(35)])
+    cls, save, load = ((Classifier, save_classifier, load_classifier) if kind == 'classifier' else
+                       (TokenClassifier, save_tagger, load_tagger))
+    bert = lambda s: BertEncoder(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), PCG32(s),
+                                 pooler=cls is Classifier)
+    def saved(m, d): return save(m, d, tok, [f'label {i}' for i in range(m.classifier.out_features)])
+    return [cls(bert(n), n, rng=PCG32(n)) for n in (2, 3)], saved, lambda d: load(d)[0]
+
+@pytest.mark.parametrize('kind', ['classifier', 'tagger', 'modernbert'])
+def test_a_save_that_lands_during_a_load_is_read_whole(tmp_path, monkeypatch, kind):
+    """load_classifier, load_tagger and load_modernbert read a directory again when a save swapped it while they
+    read, as load_bert does: they paired the old save's encoder (or config) with the new save's weights."""
+    import bert_nb.finetune, bert_nb.modernbert
+    (old, new), save, load = two_saves(kind)
+    d = save(old, tmp_path / 'm')
+    module = bert_nb.modernbert if kind == 'modernbert' else bert_nb.finetune  # 05's _read_head reads 07's too
+    real, reads = module._read_safetensors, []
+    def read_as_a_save_lands(path):
+        if not reads: save(new, d)
+        reads.append(path); return real(path)
+    monkeypatch.setattr(module, '_read_safetensors', read_as_a_save_lands)
+    got, want = load(d).state_dict(), new.state_dict()
+    assert got.keys() == want.keys() and all(torch.equal(v, want[k]) for k, v in got.items())
+    assert len(reads) == 2  # the first read was of the save since replaced
+
+@pytest.mark.parametrize('load', ['load_model', 'init_model', 'fill and eval'])
+def test_a_model_and_its_vocabulary_come_from_one_save(tmp_path, monkeypatch, load):
+    """load_model (and so fill and eval, BERT or ModernBERT) and --init's init_model read the weights and vocab.txt
+    of one save: a save that landed between the two paired a model with the next save's vocabulary."""
+    import bert_nb.command as C, bert_nb.pretrain as P
+    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM, save_modernbert
+    toks = [WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'{c}{i}' for i in range(35)]) for c in 'ab']
+    if load == 'fill and eval':  # a ModernBERT's; a BERT's goes through load_model
+        cfg = ModernBertConfig(40, d_model=8, n_heads=2, n_layers=2, d_ff=16)
+        old, new = (ModernBertForMLM(cfg, PCG32(s)) for s in (0, 1))
+        save, module, name = save_modernbert, C, 'load_modernbert'
+    else:
+        cfg = BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+        old, new = (BertForMLM(cfg, PCG32(s)) for s in (0, 1))
+        save, module, name = save_bert, P, 'load_bert'
+    d = save(old, tmp_path / 'm', toks[0])
+    real, reads = getattr(module, name), []
+    def load_as_a_save_lands(*a, **kw):
+        got = real(*a, **kw)
+        if not reads: save(new, d, toks[1])  # same sizes, another vocabulary
+        reads.append(1); return got
+    monkeypatch.setattr(module, name, load_as_a_save_lands)
+    model, tok = (P.load_model(d) if load == 'load_model' else C._load(str(d)) if load == 'fill and eval' else
+                  (P.init_model(d), None))
+    assert all(torch.equal(v, new.state_dict()[k]) for k, v in model.state_dict().items()) and len(reads) == 2
+    assert tok is None or tok.tokens() == toks[1].tokens()
+
 def test_names_too_long_to_extend_and_symlink_loops(tmp_path):
     m = BertForMLM(BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16), rng=PCG32(0))
     long = tmp_path / ('m' * 250)
