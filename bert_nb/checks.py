@@ -123,6 +123,16 @@ def _need(name: str, x, cls: type):
     return x
 
 # %% ../nbs/15_checks.ipynb #e4360359
+def _check_token_ids(ids, vocab: int) -> torch.Tensor:
+    "A (B, T) batch of ids for a table of `vocab` rows, widened to int64 where narrower (BERT, ModernBERT)."
+    if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
+            or ids.dtype.is_complex or ids.dtype == torch.bool):
+        raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
+                         f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
+    if ids.is_meta: raise ValueError("ids is a meta tensor: it holds no values")
+    _check_range('ids', ids, 0, vocab)
+    return ids if ids.dtype in (torch.int32, torch.int64) else ids.long()  # what an embedding lookup takes
+
 def _check_embed(c, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
                  inputs_embeds: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     "BertEncoder.embed's arguments for config `c`: (ids, token types), widened to int64 where narrower."
@@ -135,15 +145,7 @@ def _check_embed(c, ids: torch.Tensor | None, token_type_ids: torch.Tensor | Non
                              f"{type(x).__name__} {getattr(x, 'dtype', '')} "
                              f"of shape {tuple(getattr(x, 'shape', ()))}")
         ref = x[..., 0]
-    else:
-        if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
-                or ids.dtype.is_complex or ids.dtype == torch.bool):
-            raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
-                             f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
-        if ids.is_meta: raise ValueError("ids is a meta tensor: it holds no values")
-        _check_range('ids', ids, 0, c.vocab)
-        if ids.dtype not in (torch.int32, torch.int64): ids = ids.long()  # what an embedding lookup takes
-        ref = ids
+    else: ids = ref = _check_token_ids(ids, c.vocab)
     if ref.shape[1] > c.max_len:
         raise ValueError(f"ids has T={ref.shape[1]} positions, more than max_len={c.max_len}")
     if token_type_ids is not None:

@@ -16,7 +16,8 @@ from .bert import _save_tokenizer
 from .files import (_read_json, _read_safetensors, _read_whole, _write_safetensors, _write_text,
                            write_dir)
 from .speed import _attend, _decoded_loss, _labelled_rows
-from .checks import _check_int, _check_like, _check_labels, _check_range, _check_real, _need
+from .checks import (_check_int, _check_like, _check_labels, _check_range, _check_real,
+                            _check_token_ids, _need)
 
 # %% auto #0
 __all__ = ['ModernBertConfig', 'rope_tables', 'rotate', 'GeGLU', 'band_bias', 'local_attention', 'Layout', 'grid',
@@ -183,15 +184,13 @@ class ModernBertLayer(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 # %% ../nbs/06_modernbert.ipynb #bb9b7496
-def _check_batch(c: ModernBertConfig, ids, attn_mask):
-    if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
-            or ids.dtype.is_complex or ids.dtype == torch.bool):
-        raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
-                         f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
-    _check_range('ids', ids, 0, c.vocab)
+def _check_batch(c: ModernBertConfig, ids, attn_mask) -> torch.Tensor:
+    "The ids as 02's BERT takes them (narrower integers widened); a mask of 0/1 or bools, of their shape."
+    ids = _check_token_ids(ids, c.vocab)
     if attn_mask is not None:
         _check_like('attn_mask', attn_mask, ids)
         if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
+    return ids
 
 def layout(c: ModernBertConfig, ids: torch.Tensor, attn_mask: torch.Tensor | None,
            dtype: torch.dtype) -> Layout:
@@ -225,7 +224,7 @@ class ModernBertEncoder(nn.Module):
                 w.div_(math.sqrt(2 * c.n_layers))
     def tokens(self, ids: torch.Tensor, attn_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, Layout]:
         "The last hidden states of the real tokens only, (N, d), and where they sit."
-        _check_batch(self.config, ids, attn_mask)
+        ids = _check_batch(self.config, ids, attn_mask)
         b = layout(self.config, ids, attn_mask, self.tok_emb.weight.dtype)
         x = self.drop(self.emb_norm(self.tok_emb(ids.flatten() if b.at is None else ids.flatten()[b.at])))
         for layer in self.layers: x = layer(x, b)

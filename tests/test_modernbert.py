@@ -292,6 +292,14 @@ def test_calls_refuse_bad_ids_masks_and_labels():
     with pytest.raises(ValueError, match='dropout'): ModernBertClassifier(enc, 2, dropout=1.5)
     with pytest.raises(TypeError, match='rng must be a PCG32'): ModernBertClassifier(enc, 2, rng=0)
 
+def test_ids_of_any_integer_type_read_as_bert_reads_them():
+    "uint8 and int16 ids (a tokenizer's compact arrays) give int64's logits, as 02's BertEncoder does; meta ids are refused."
+    m, (ids, mask) = random_model(ModernBertEncoder), rows()
+    want = m(ids, mask)
+    for dtype in (torch.uint8, torch.int16, torch.int32):
+        assert torch.equal(m(ids.to(dtype), mask), want), dtype
+    with pytest.raises(ValueError, match='ids is a meta tensor'): m(ids.to('meta'))
+
 def test_save_refuses_other_models_and_mismatched_tokenizers(tmp_path):
     with pytest.raises(TypeError, match='model must be a ModernBertEncoder'): save_modernbert(torch.nn.Linear(2, 2), tmp_path / 'x')
     tok = WordPieceTokenizer.from_vocab(KJV)

@@ -462,6 +462,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'ModernBertEncoder of a BertConfig': lambda: MB.ModernBertEncoder(cfg),
                     'modern encoder of float ids': lambda: menc(ids.float()),
                     'modern encoder of ids past the vocabulary': lambda: menc(ids + 60),
+                    'modern encoder of meta ids': lambda: menc(ids.to('meta')),
                     'modern encoder of a mask of another shape': lambda: menc(ids, torch.ones(2, 3)),
                     'modern encoder of a mask of 0.5s': lambda: menc(ids, torch.full(ids.shape, 0.5)),
                     'modern MLM labels past the vocabulary': lambda: mmlm(ids, None, ids + 60),
@@ -490,6 +491,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for name, f in {'modern batch of no rows': lambda: menc(ids[:0]),
                     'modern batch all padding': lambda: menc(ids, torch.zeros_like(ids)),
                     'modern row of one token': lambda: mmlm(ids[:, :1]),
+                    'modern encoder of uint8 ids': lambda: menc(ids.to(torch.uint8)),
                     'modern rows past max_len (RoPE has no table)': lambda: MB.ModernBertEncoder(
                         MB.ModernBertConfig(60, d_model=16, n_heads=2, n_layers=1, max_len=4))(ids),
                     'modern row with no real token': lambda: mmlm(ids, both),

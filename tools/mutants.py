@@ -93,6 +93,11 @@ FAULTS = [
     Fault('z06', "a ModernBERT read for fill beside the next save's vocabulary", 'command.py', 'def _load(',
           'return _read_whole(find_model(path), read)', 'return read(find_model(path))',
           ['tests/test_entries.py', '-k', 'one_save']),
+    # ModernBERT takes ids as 02's BERT does
+    Fault('z07', "ModernBERT's narrow integer ids not widened", 'modernbert.py', 'def _check_batch(',
+          'ids = _check_token_ids(ids, c.vocab)', '_check_token_ids(ids, c.vocab)', MODERN),
+    Fault('z08', 'meta ids taken for a batch', 'checks.py', 'def _check_token_ids(',
+          'if ids.is_meta: raise', 'if False: raise', MODERN),
 ]
 
 RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
