@@ -17,7 +17,7 @@ from . import BertEncoder, PCG32, WordPieceTokenizer, init_weights, kjv_verses, 
 from .bert import hf_encoder_names
 from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
 from .pretrain import shuffle
-from .checks import _check_int, _check_real, _need
+from .checks import _check_int, _check_labels, _check_real, _need
 from .finetune import _read_head, _save_head, _tune
 
 # %% auto #0
@@ -175,6 +175,10 @@ def _windowed(tok, examples, max_len: int, n_labels: int) -> list[tuple[list[str
 
 def tag_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     "Cross-entropy over the labelled positions (labels != -100); 0 when a batch has none."
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or not logits.dtype.is_floating_point:
+        raise ValueError(f"logits must be a float (B, T, n_labels) tensor, got {type(logits).__name__} "
+                         f"{getattr(logits, 'dtype', '')} of shape {tuple(getattr(logits, 'shape', ()))}")
+    labels = _check_labels(labels, logits[..., 0], logits.shape[-1])  # int64, each -100 or a label
     keep = labels != IGNORE
     return F.cross_entropy(logits[keep], labels[keep], reduction='sum') / keep.sum().clamp(min=1)
 

@@ -248,6 +248,12 @@ def test_bad_arguments_are_refused(tok, tmp_path):
     with pytest.raises(ValueError, match='no BERT token classifier'): load_tagger(KJV)
     with pytest.raises(ValueError, match='an entry for each word'): tag_scores([[0, 1]], [[0]])
     with pytest.raises(ValueError, match=r'labels must be in \[0, 3\)'): tag_scores([[0, 5]], [[0, 1]])
+    logits, tags = torch.zeros(2, 4, 3), torch.zeros(2, 4, dtype=torch.long)
+    for bad, msg in [(tags + 3, r'labels must be -100 or in \[0, 3\), got 3'), (tags.float(), 'integer or bool'),
+                     (tags[:, :3], r'shape of ids \(2, 4\), got \(2, 3\)'), (tags.bool(), 'got a bool tensor')]:
+        with pytest.raises(ValueError, match=msg): tag_loss(logits, bad)  # torch's IndexError or dtype error before
+    with pytest.raises(ValueError, match='logits must be a float'): tag_loss(tags, tags)
+    assert tag_loss(logits, tags.to(torch.int16)) == tag_loss(logits, tags)  # any integer type, as 02's labels
     with pytest.raises(TypeError, match='keep must be'): tag_scores([[0]], [[0]], keep=[[1]])
     with pytest.raises(ValueError, match='more than max_len'): TagCollator(tok, 4)([(['a', 'b', 'c'], [0, 0, 0])])
     f = align(tok, ['a', 'b'], [0, 1])

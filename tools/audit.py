@@ -551,6 +551,10 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'by_form of pred of another length': lambda: TG.by_form([['lord']], [[2]], [[2, 0]]),
                     'plot_cases of pred of another length': lambda: TG.plot_cases([['a']], [[0, 1]], [[0]]),
                     'TaggerForTrainer of a Classifier': lambda: TG.TaggerForTrainer(mlm),
+                    'tag_loss of a label out of range': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.tensor([[0, 3]])),
+                    'tag_loss of float labels': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.zeros(1, 2)),
+                    'tag_loss of labels of another shape': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.zeros(1, 3).long()),
+                    'tag_loss of int logits': lambda: TG.tag_loss(torch.zeros(1, 2, 3).long(), torch.zeros(1, 2).long()),
                     'TaggerForTrainer of labels of another shape':
                         lambda: TG.TaggerForTrainer(tagger)(ids[:, :4] % 20, labels=ids[:, :3] % 3),
                     'save_tagger of two names for three labels': lambda: TG.save_tagger(tagger, tmp / 'tg-x', small, ['a', 'b']),
@@ -565,6 +569,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for name, f in {'align of a word of many pieces cut to max_len 4': lambda: TG.align(small, ['abcdefghij'], [1], max_len=4),
                     'predict_tags of a verse longer than a row': lambda: TG.predict_tags(tagger, small, [['a'] * 40]),
                     'tag_loss of a batch with no label': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.full((1, 2), -100)),
+                    'tag_loss of int16 labels': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.int16)),
                     'load_tagger of what save_tagger wrote': lambda: TG.load_tagger(tagged)}.items():
         c[f'#47 {name}'] = lambda f=f: api(f, bad=False)
     return c

@@ -98,6 +98,8 @@ FAULTS = [
           'ids = _check_token_ids(ids, c.vocab)', '_check_token_ids(ids, c.vocab)', MODERN),
     Fault('z08', 'meta ids taken for a batch', 'checks.py', 'def _check_token_ids(',
           'if ids.is_meta: raise', 'if False: raise', MODERN),
+    Fault('z09', "tag_loss takes labels unchecked", 'tagging.py', 'def tag_loss(',
+          'labels = _check_labels(labels, logits[..., 0], logits.shape[-1])', 'pass', TAGGING),
 ]
 
 RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
