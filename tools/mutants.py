@@ -17,6 +17,7 @@ MASKING, ENCODER = ['tests/test_masking.py'], ['tests/test_encoder.py', 'tests/t
 ELECTRA, FINETUNE = ['tests/test_electra.py'], ['tests/test_finetune.py']
 MODERN = ['tests/test_modernbert.py']
 TAGGING = ['tests/test_tagging.py']
+WHOLE = ['tests/test_entries.py', '-k', 'read_whole or one_save']  # a load that a save lands during
 
 @dataclass
 class Fault:
@@ -80,19 +81,19 @@ FAULTS = [
           ['tests/test_files.py', 'tests/test_entries.py', '-k', 'swap or read_whole or whole_save']),
     Fault('z02', "a head read beside another save's encoder", 'finetune.py', 'def _read_head(',
           'return _read_whole(dir, lambda d: _head(d, what, pooler))', 'return _head(dir, what, pooler)',
-          ['tests/test_entries.py', '-k', 'read_whole']),
+          WHOLE),
     Fault('z03', "a ModernBERT's config read beside another save's weights", 'modernbert.py', 'def load_modernbert(',
           'model = _read_whole(Path(dir), lambda d: _load(d, cls))', 'model = _load(Path(dir), cls)',
-          ['tests/test_entries.py', '-k', 'read_whole']),
+          WHOLE),
     Fault('z04', "fill's model read beside the next save's vocabulary", 'pretrain.py', 'def load_model(',
           'return _read_whole(find_model(path), read)', 'return read(find_model(path))',
-          ['tests/test_entries.py', '-k', 'one_save']),
+          WHOLE),
     Fault('z05', "--init's weights checked against the next save's vocabulary", 'pretrain.py', 'def init_model(',
           'return _read_whole(find_model(path), read)', 'return read(find_model(path))',
-          ['tests/test_entries.py', '-k', 'one_save']),
+          WHOLE),
     Fault('z06', "a ModernBERT read for fill beside the next save's vocabulary", 'command.py', 'def _load(',
           'return _read_whole(find_model(path), read)', 'return read(find_model(path))',
-          ['tests/test_entries.py', '-k', 'one_save']),
+          WHOLE),
     # ModernBERT takes ids as 02's BERT does
     Fault('z07', "ModernBERT's narrow integer ids not widened", 'modernbert.py', 'def _check_batch(',
           'ids = _check_token_ids(ids, c.vocab)', '_check_token_ids(ids, c.vocab)', MODERN),
