@@ -274,7 +274,6 @@ def _inode(p: Path) -> tuple | None:
     except FileNotFoundError: return None
     return st.st_dev, st.st_ino, st.st_ctime_ns  # ctime too: a swapped-in directory may reuse a freed inode
 
-
 # %% ../nbs/11_files.ipynb #fef0ce9b
 _HF_CONFIG = dict(vocab='vocab_size', max_len='max_position_embeddings', d_model='hidden_size',
                   n_heads='num_attention_heads', n_layers='num_hidden_layers', d_ff='intermediate_size',
