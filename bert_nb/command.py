@@ -101,7 +101,7 @@ class MaskTally:
 # %% ../nbs/12_command.ipynb #c1d2e311
 def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> nn.Module:
     "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one of --arch."
-    if a.init: return init_model(a.init)
+    if a.init: return _init(a.init)
     if a.arch == 'modernbert': model = ModernBertForMLM(_modern(a, len(tok), tok.pad_id), PCG32(a.seed, INIT))
     else:
         cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
@@ -141,6 +141,22 @@ def _modern(a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
     "--arch modernbert's config: BERT's sizes, a GeGLU 2/3 of --d-ff wide (the same parameters)."
     return ModernBertConfig(vocab, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
                             d_ff=max(1, 2 * a.d_ff // 3), max_len=a.max_len, dropout=a.dropout, pad_id=pad_id)
+
+def _is_modern(d: Path) -> bool:
+    "Does the model directory `d` hold a ModernBERT? Its config.json says so (transformers' model_type)."
+    meta = _read_json(d / 'config.json')
+    return isinstance(meta, dict) and meta.get('model_type') == 'modernbert'
+
+def _init(path: str) -> nn.Module:
+    "--init's model (training mode, one save): a BERT or a ModernBERT; an MLM head it lacks starts fresh."
+    def read(d: Path) -> nn.Module:
+        if not _is_modern(d): return init_model(d)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
+            model = load_modernbert(d, ModernBertForMLM).train()
+        _same_vocab(d, model)
+        return model
+    return _read_whole(find_model(path), read)
 
 # %% ../nbs/12_command.ipynb #fc521a9f
 def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
@@ -582,8 +598,8 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
                    help='a corpus prepared by bert-nb prepare (its vocabulary too)')
     t.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
     t.add_argument('--init', type=_path, metavar='DIR',
-                   help='continue pretraining the model in DIR (bert-nb or '
-                   'transformers; its vocabulary and sizes; an MLM head it lacks starts fresh)')
+                   help='continue pretraining the model in DIR (bert-nb or transformers, BERT or '
+                   'ModernBERT; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--arch', choices=('bert', 'modernbert'), default=d.arch, help='chapter 02 or 06')
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
@@ -719,17 +735,21 @@ def _take_init(ns):
     "`--init DIR`: the checkpoint's vocabulary and sizes replace those options, which must not be given."
     clash = sorted(ns.given & _MODEL)
     if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
-    c = init_model(ns.init).config  # a directory that is not a model: exit 2 here
+    model = _init(ns.init)  # a directory that is not a model: exit 2 here
+    c, arch = model.config, 'modernbert' if isinstance(model, ModernBertForMLM) else 'bert'
+    if '--arch' in ns.given and ns.arch != arch:
+        raise UsageError(f"--arch {ns.arch}: {ns.init} holds a {arch} model; drop --arch")
     if ns.max_len > c.max_len:
         raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of {ns.init}")
     ns.init = str(find_model(ns.init).resolve())
-    ns.vocab_size, ns.d_model, ns.layers, ns.heads = c.vocab, c.d_model, c.n_layers, c.n_heads
-    ns.d_ff, ns.dropout, ns.sin_pos = c.d_ff, c.dropout, False
+    ns.arch, ns.vocab_size, ns.d_model, ns.layers, ns.heads = arch, c.vocab, c.d_model, c.n_layers, c.n_heads
+    ns.d_ff = (3 * c.d_ff + 1) // 2 if arch == 'modernbert' else c.d_ff  # _modern's GeGLU is 2/3 of --d-ff
+    ns.dropout, ns.sin_pos = c.dropout, False
 
 def _take_arch(ns):
-    "--arch modernbert: a new model without a position table, so none of the options that start one."
-    if ns.arch == 'modernbert' and (odd := sorted(ns.given & {'--init', '--sin-pos', '--sin-scale'})):
-        raise UsageError(f"{odd[0]} is BERT's: --arch modernbert starts fresh, with no position table")
+    "--arch modernbert: a model without a position table, so none of the options that start one."
+    if ns.arch == 'modernbert' and (odd := sorted(ns.given & {'--sin-pos', '--sin-scale'})):
+        raise UsageError(f"{odd[0]} is BERT's: --arch modernbert has no position table")
 
 # %% ../nbs/12_command.ipynb #c1d2e323
 def _take_data(ns):
@@ -860,8 +880,7 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
 def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
     "eval's and fill's model and tokenizer, of one save: a BERT, or a ModernBERT if its config.json says so."
     def read(d: Path):
-        meta = _read_json(d / 'config.json')
-        if not isinstance(meta, dict) or meta.get('model_type') != 'modernbert': return load_model(d)
+        if not _is_modern(d): return load_model(d)
         model = load_modernbert(d, ModernBertForMLM)
         return model, _same_vocab(d, model)
     return _read_whole(find_model(path), read)

@@ -403,12 +403,39 @@ def test_a_modernbert_run_resumes_bit_for_bit(corpus, modern_run, tmp_path):
     a, b = (load_modernbert(tmp_path / d / 'model') for d in ('whole', 'parts'))
     for (n, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()): assert torch.equal(x, y), n
 
-@pytest.mark.parametrize('extra,says', [(['--sin-pos'], "--sin-pos is BERT's"), (['--init', 'x'], "--init is BERT's"),
+@pytest.mark.parametrize('extra,says', [(['--sin-pos'], "--sin-pos is BERT's"),
                                         (['--heads', '3', '--d-model', '33'], 'bad model settings')])
 def test_train_arch_modernbert_refuses_what_it_cannot_build(corpus, tmp_path, capsys, extra, says):
     from bert_nb.command import main
     assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'o')] + TINY + extra) == 2
     assert says in capsys.readouterr().err and not (tmp_path / 'o').exists()
+
+RUN = ['--steps', '4', '--max-len', '32', '--batch-size', '8', '--lr', '3e-3', '--evals', '2', '--quiet']
+
+def test_init_continues_a_modernbert_and_resumes_bit_for_bit(corpus, modern_run, tmp_path):
+    """--init of a ModernBERT's directory continues it: its architecture and sizes from its config.json (--d-ff
+    back as the command spells it: 96 for a GeGLU of 64), its weights at step 0 (held-out loss as its run ended)."""
+    from bert_nb.command import main
+    args = ['--corpus', str(corpus), '--init', str(modern_run / 'model')] + RUN
+    assert main(args + ['--out', str(tmp_path / 'whole')]) == 0
+    a = json.loads((tmp_path / 'whole' / 'args.json').read_text())
+    assert (a['arch'], a['d_model'], a['layers'], a['heads'], a['d_ff']) == ('modernbert', 32, 3, 2, 96)
+    m, before = (json.loads((d / 'metrics.json').read_text()) for d in (tmp_path / 'whole', modern_run))
+    assert m['eval'][0]['step'] == 0 and m['eval'][0]['loss'] == before['held_out']['loss']  # same model, data, masks
+    assert m['init']['dropped'] == m['init']['initialised'] == []
+    assert type(load_modernbert(tmp_path / 'whole' / 'model')) is ModernBertForMLM
+    assert main(args + ['--out', str(tmp_path / 'parts'), '--stop-at', '2']) == 0
+    assert main(['train', '--resume', str(tmp_path / 'parts'), '--quiet']) == 0
+    x, y = (load_modernbert(tmp_path / d / 'model') for d in ('whole', 'parts'))
+    for (n, u), (_, v) in zip(x.state_dict().items(), y.state_dict().items()): assert torch.equal(u, v), n
+
+def test_init_refuses_an_arch_that_is_not_the_checkpoints(corpus, modern_run, tmp_path, capsys):
+    from bert_nb.command import main
+    for arch, d in (('bert', modern_run / 'model'), ('modernbert', KJV)):
+        out = tmp_path / arch
+        assert main(['--corpus', str(corpus), '--init', str(d), '--arch', arch, '--out', str(out)] + RUN) == 2
+        other = 'bert' if arch == 'modernbert' else 'modernbert'
+        assert f'holds a {other} model; drop --arch' in capsys.readouterr().err and not out.exists()
 
 def test_a_resumed_run_with_an_unknown_arch_is_refused(modern_run, tmp_path, capsys):
     import shutil

@@ -504,17 +504,19 @@ def cases(tmp: Path, minilm: Path) -> dict:
     c['#46 bert-nb --arch gpt'] = lambda: cli('--corpus', corpus, '--arch', 'gpt', '--out', runs / 'a-gpt', *tiny)
     c['#46 bert-nb --arch modernbert --sin-pos'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert', '--sin-pos',
                                                                '--out', runs / 'a-sin', *tiny)
-    c['#46 bert-nb --arch modernbert --init'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert', '--init',
-                                                            model_dir, '--out', runs / 'a-init', *tiny)
+    run = ['--steps', 2, '--max-len', 16, '--batch-size', 4, '--evals', 1, '--quiet']  # --init brings the sizes
+    c['#46 bert-nb --arch modernbert --init of a BERT'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert',
+                                                                      '--init', model_dir, '--out', runs / 'a-init', *run)
     c['#46 bert-nb --arch modernbert of an odd head size'] = lambda: cli(
         '--corpus', corpus, '--arch', 'modernbert', '--out', runs / 'a-odd', *tiny, '--d-model', 18, '--heads', 2)
     def modern_run():
         r = cli('--corpus', corpus, '--arch', 'modernbert', '--steps', 4, '--out', runs / 'a-ok', *tiny, bad=False)
         if r != 'correct': return r
-        for args in (('eval', runs / 'a-ok'), ('fill', runs / 'a-ok', 'a b [MASK] d')):
+        for args in (('eval', runs / 'a-ok'), ('fill', runs / 'a-ok', 'a b [MASK] d'),
+                     ('--corpus', corpus, '--init', runs / 'a-ok', '--out', runs / 'a-on', *run)):
             if (r := cli(*args, bad=False)) != 'correct': return r
-        return r
-    c['#46 bert-nb --arch modernbert, then eval and fill'] = modern_run
+        return cli('--corpus', corpus, '--arch', 'bert', '--init', runs / 'a-ok', '--out', runs / 'a-bert', *run)
+    c['#46 bert-nb --arch modernbert, then eval, fill, --init (and --arch bert --init, refused)'] = modern_run
     # #47: token classification (chapter 07) and sentence pairs (chapter 05)
     from bert_nb import tagging as TG, finetune as FT
     tagger = TG.TokenClassifier(B.BertEncoder(B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1,

@@ -101,6 +101,14 @@ FAULTS = [
           'if ids.is_meta: raise', 'if False: raise', MODERN),
     Fault('z09', "tag_loss takes labels unchecked", 'tagging.py', 'def tag_loss(',
           'labels = _check_labels(labels, logits[..., 0], logits.shape[-1])', 'pass', TAGGING),
+    # --init continues a ModernBERT too
+    Fault('z10', "--init reads every directory as a BERT", 'command.py', 'def _init(',
+          'if not _is_modern(d): return init_model(d)', 'return init_model(d)', MODERN + ['-k', 'init']),
+    Fault('z11', "--init of a ModernBERT records its GeGLU's width as --d-ff", 'command.py', 'def _take_init(',
+          "ns.d_ff = (3 * c.d_ff + 1) // 2 if arch == 'modernbert' else c.d_ff", 'ns.d_ff = c.d_ff',
+          MODERN + ['-k', 'init']),
+    Fault('z12', "--init takes an --arch that is not its checkpoint's", 'command.py', 'def _take_init(',
+          "if '--arch' in ns.given and ns.arch != arch:", 'if False:', MODERN + ['-k', 'init']),
 ]
 
 RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
@@ -221,7 +229,7 @@ FAULTS += [
     Fault('k05', 'hidden states skip the embeddings', 'speed.py', 'def run_layers(',
           'tuple(hs) if output_hidden_states else None', 'tuple(hs[1:]) if output_hidden_states else None', API),
     Fault('k06', '--init starts from fresh weights', 'command.py', 'def _model(',
-          'if a.init: return init_model(a.init)', 'if a.init: return BertForMLM(init_model(a.init).config)',
+          'if a.init: return _init(a.init)', 'if a.init: return BertForMLM(_init(a.init).config)',
           ['tests/test_pretrain.py', '-k', 'init']),
     Fault('u01', 'unpadded attention reads the rows in the wrong order', 'speed.py', 'def layer_tokens(',
           'y = a.o(y if at is None else y[at])', 'y = a.o(y if at is None else y[at.flip(0)])', UNPAD),
@@ -493,8 +501,8 @@ FAULTS += [
           "(save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model", 'save_bert(r.model', MODERN),
     Fault('m22', 'ModernBERT called with token types', 'pretrain.py', 'def _call_args(',
           "return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])", 'return args', MODERN),
-    Fault('m23', 'eval and fill read every model as a BERT', 'command.py', 'def _load(',
-          "meta.get('model_type') != 'modernbert'", "meta.get('model_type') != 'ModernBERT'", MODERN),
+    Fault('m23', 'eval, fill and --init read every model as a BERT', 'command.py', 'def _is_modern(',
+          "meta.get('model_type') == 'modernbert'", "meta.get('model_type') == 'ModernBERT'", MODERN),
     Fault('m24', "--arch modernbert's GeGLU as wide as BERT's feed-forward", 'command.py', 'def _modern(',
           'd_ff=max(1, 2 * a.d_ff // 3)', 'd_ff=a.d_ff', MODERN),
     Fault('m25', "a run's unknown arch resumed", 'command.py', 'def _read_args(',
