@@ -3,8 +3,8 @@ reader would see broken: a formula MathJax could not typeset or left as raw TeX,
 internal link to a page or anchor that does not exist, a code block wider than its column, a missing title, a script
 error, a search box that finds nothing, any request for something outside the site, this machine's path on a page,
 a warning, terminal escape codes or a temporary path in a cell's output, a copy button on an output, a figure without
-alt text or caption or with text under 9 px as the page shows it, or, at a phone's 390 px, a figure that does not
-open full size. Saves a screenshot of the top of every page to _docs/screens/.
+alt text or caption or with text under 9 px as the page shows it, or, at a phone's 390 px, a page wider than the
+screen or a figure that does not open full size. Saves a screenshot of the top of every page to _docs/screens/.
 """
 import re, shutil, sys
 from pathlib import Path
@@ -76,6 +76,16 @@ def figure(f: dict, say):
             f"{f['shown']} px, its smallest text {f['text_px']} px")
 
 PHONE = dict(viewport={'width': 390, 'height': 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
+# How wide the page is laid out, and what in its content is wider than the screen (a table, an output, a formula that
+# does not scroll inside its own box widens the whole page, and a phone then shows it shrunk or cut).
+WIDTH = """() => {
+  const screen = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll('.md-content *')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.right > screen + 1 && !e.closest('pre, .md-typeset__scrollwrap, .MathJax_SVG_Display, .highlight');
+  }).map(e => `<${e.tagName.toLowerCase()}> ${Math.round(e.getBoundingClientRect().right)} px`);
+  return {screen, page: document.documentElement.scrollWidth, wide: wide.slice(0, 3)};
+}"""
 
 def on_phone(f: dict, say):
     """At 390 px a figure is shown too small to read: it must open a page that shows it at its own size (a bare PNG
@@ -123,7 +133,9 @@ def check(site: Path = SITE) -> int:
         for p in pages:
             page = phone.new_page()
             page.goto(p.as_uri(), wait_until='load')
-            figs = page.evaluate(INSPECT)['figures']
+            figs, w = page.evaluate(INSPECT)['figures'], page.evaluate(WIDTH)
+            if w['page'] > w['screen']:
+                problems.append(f"{p.name}: at 390 px the page is {w['page']} px wide ({', '.join(w['wide'])})")
             if figs: page.locator('.md-content figure').first.screenshot(path=str(shots / f'phone-{p.stem}.png'))
             page.close()
             for f in figs: on_phone(f, lambda what: problems.append(f'{p.name}: {what}'))

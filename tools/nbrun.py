@@ -165,6 +165,17 @@ def store(nb_path: Path):
     nbformat.write(nb, nb_path)
     print(f'{nb_path}: stored every output')
 
+def check(nb_paths) -> int:
+    """Run each notebook in a kernel as the site's build does (two at a time, one thread each) and print every stored
+    output that the code prints otherwise here; 1 when any does. Run it under another kernel set (KERNELS in the
+    Makefile) to find the outputs that hold on one CPU only."""
+    from concurrent.futures import ThreadPoolExecutor
+    os.environ.setdefault('OMP_NUM_THREADS', '1')
+    def one(p): return [f'{p.stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), in_kernel(p))]
+    with ThreadPoolExecutor(2) as ex: found = [s for ss in ex.map(one, nb_paths) for s in ss]
+    print('\n'.join(found) if found else f'{len(nb_paths)} notebooks: every stored output printed again')
+    return int(bool(found))
+
 def inplace(nb_paths):
     from execnb.nbio import write_nb
     for p in nb_paths: write_nb(execute(p), p); print(f'executed {p}')
@@ -177,10 +188,12 @@ if __name__ == '__main__':
     g.add_argument('--slow', action='store_true', help="run the notebooks in a kernel, store their slow cells' outputs")
     g.add_argument('--refresh', action='store_true', help='run the notebooks in a kernel, store the stale outputs')
     g.add_argument('--store', action='store_true', help='run the notebooks in a kernel, store every output')
+    g.add_argument('--check', action='store_true', help='run the notebooks in a kernel, list the stale outputs')
     ap.add_argument('nbs', nargs='*', type=Path)
     a = ap.parse_args()
     if a.readme: readme(Path(a.readme[0]), Path(a.readme[1]))
     elif a.slow: [run_slow(p) for p in a.nbs]
     elif a.refresh: [refresh(p) for p in a.nbs]
     elif a.store: [store(p) for p in a.nbs]
+    elif a.check: raise SystemExit(check(a.nbs))
     else: inplace(a.nbs)

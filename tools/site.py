@@ -168,6 +168,9 @@ def build(execute_nbs: bool = True):
         return nb, time.perf_counter() - t
     # two kernels at a time on one thread each: two of two threads each fought over two cores and took longer
     os.environ.setdefault('OMP_NUM_THREADS', '1')
+    import torch  # the kernels the notebooks run on (the Makefile's KERNELS, or this CPU's own)
+    print(f"Run All on torch's {torch.backends.cpu.get_cpu_capability()} kernels" + ''.join(
+        f', {k}={os.environ[k]}' for k in ('MKL_ENABLE_INSTRUCTIONS', 'ONEDNN_MAX_CPU_ISA') if k in os.environ))
     with ThreadPoolExecutor(2) as ex:
         for stem, (nb, secs) in zip(CHAPTERS, ex.map(run, CHAPTERS)):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
