@@ -161,17 +161,31 @@ def _init(path: str) -> nn.Module:
 # %% ../nbs/12_command.ipynb #fc521a9f
 def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
     """This process's data, loaded, and every rank's agreed on before any waits on another: across nodes each
-    holds its own copy, and one refused copy must stop every rank with one line that names its node."""
-    try: data, why = load_data(_data_dir(a, out, resume, rank, say), a.max_len), None
-    except (ValueError, OSError) as e: data, why = None, str(e)
-    mine = dict(rank=rank, host=socket.gethostname(), why=why, data=None if why else _signature(data['meta']))
+    holds its own copy, of the data and of --init's model, and one refused copy must stop every rank with one
+    line that names its node (another --init on node 1 was silently replaced by node 0's weights)."""
+    try: data, why, init = (load_data(_data_dir(a, out, resume, rank, say), a.max_len), None,
+                            _init_digest(a, resume))
+    except (ValueError, OSError) as e: data, why, init = None, str(e), None
+    mine = dict(rank=rank, host=socket.gethostname(), why=why, data=None if why else _signature(data['meta']),
+                init=init)
     every = _gather(mine, world)
     if bad := next((e for e in every if e['why']), None):
         raise ValueError(f"rank {bad['rank']} on {bad['host']}: {bad['why']}")
     if odd := next((e for e in every if e['data'] != every[0]['data']), None):
         raise ValueError(f"rank {odd['rank']} on {odd['host']} holds other data than rank 0 on "
                          f"{every[0]['host']} (token files or vocabulary): give every node the same copy")
+    if odd := next((e for e in every if e['init'] != every[0]['init']), None):
+        raise ValueError(f"rank {odd['rank']} on {odd['host']} holds another --init model than rank 0 on "
+                         f"{every[0]['host']} ({a.init}): give every node the same copy")
     return data
+
+def _init_digest(a: RunArgs, resume: bool) -> str | None:
+    "A digest of the files --init reads (config, weights, vocabulary); None without --init, or on resume."
+    if not a.init or resume: return None
+    d, h = find_model(a.init), hashlib.sha256()
+    for name in ('config.json', 'model.safetensors', 'vocab.txt'):
+        if (d / name).is_file(): h.update(name.encode() + b'\0' + (d / name).read_bytes())
+    return h.hexdigest()
 
 # %% ../nbs/12_command.ipynb #75da8fae
 def _check_vocab(data: dict, a: RunArgs, resume: bool):
@@ -332,6 +346,18 @@ def _signature(meta: dict) -> dict:
     "What a run trained on: its token files' and vocabulary's digests, as prepare recorded them."
     return dict(train=meta['sha256']['train'], held=meta['sha256']['held'], vocab=meta['vocab_sha256'])
 
+# %% ../nbs/12_command.ipynb #b622bb6e
+def _started_on(p: Path, r: _Run, started):
+    "The data resume.pt started on is the data the run is given now (those before #36 did not record it)."
+    now = _signature(r.data['meta'])
+    if started is None: return
+    if not (isinstance(started, dict) and started.keys() == now.keys()):
+        raise ValueError(f"{p} is not a bert-nb resume checkpoint (the data it started on: {started!r:.60})")
+    if started != now:
+        which = [f'{k}.bin' if k != 'vocab' else 'vocab.txt' for k in now if started.get(k) != now[k]]
+        raise ValueError(f"{r.out} started on other data: {', '.join(which)} in {r.data['dir']} differ "
+                         "from what it trained on; resume it on the data it started with")
+
 # %% ../nbs/12_command.ipynb #c1d2e314
 def _restore(r: _Run):
     "An interrupted run: its last checkpoint, this rank's streams included."
@@ -353,11 +379,7 @@ def _restore(r: _Run):
     if not isinstance(ck['ranks'], list) or len(ck['ranks']) != r.world:
         raise ValueError(f"{r.out} was trained by {len(ck['ranks'])} process(es): resume it with as "
                          f"many (not {r.world}), so that every shard and stream continues")
-    started, now = ck.get('data'), _signature(r.data['meta'])  # (checkpoints before #36 did not record it)
-    if started is not None and started != now:
-        which = [f'{k}.bin' if k != 'vocab' else 'vocab.txt' for k in now if started.get(k) != now[k]]
-        raise ValueError(f"{r.out} started on other data: {', '.join(which)} in {r.data['dir']} differ "
-                         "from what it trained on; resume it on the data it started with")
+    _started_on(p, r, ck.get('data'))
     want = r.model.state_dict()
     wrong = [k for k, v in want.items() if k not in ck['model'] or ck['model'][k].shape != v.shape]
     if wrong:
@@ -365,7 +387,8 @@ def _restore(r: _Run):
     r.step, r.tokens, r.metrics = ck['step'], ck['tokens'], ck['metrics']
     r.evaluated = r.step  # every checkpoint follows an evaluation
     b = r.budget  # the seconds between the runs are not the budget's; those a kill cut short are
-    b.spent, b.t0, b.train_s = max(ck['spent'], _spent_before(r.out)), _clock(), ck['train_s']
+    b.spent, b.t0, b.train_s = max(ck['spent'], _spent_before(r.out) if b.seconds else 0.0), _clock(), \
+        ck['train_s']  # (budget.json; a --steps run writes none, so one planted there is not its time)
     r.model.load_state_dict(ck['model'])
     mine = ck['ranks'][r.rank]
     r.mask_rng.state, r.mask_rng.inc = mine['mask_rng']
@@ -877,11 +900,17 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
         if (d / 'args.json').is_file() and (d / 'data' / 'meta.json').is_file(): return d / 'data'
     return None
 
+# %% ../nbs/12_command.ipynb #658768fe
 def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
     "eval's and fill's model and tokenizer, of one save: a BERT, or a ModernBERT if its config.json says so."
     def read(d: Path):
         if not _is_modern(d): return load_model(d)
-        model = load_modernbert(d, ModernBertForMLM)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # a head it lacks is refused below, as load_model refuses BERT's
+            model = load_modernbert(d, ModernBertForMLM)
+        if model.load_report.initialised:
+            raise ValueError(f"{d} holds a ModernBERT without its MLM head "
+                             f"({model.load_report.initialised[0]}, ...): fill and eval need one")
         return model, _same_vocab(d, model)
     return _read_whole(find_model(path), read)
 

@@ -20,8 +20,8 @@ from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
 # %% auto #0
-__all__ = ['CHUNK', 'HELD_ROWS', 'KJV_BOOKS', 'OLD_TESTAMENT', 'batch_stream', 'MLMCollator', 'mlm_loader', 'ForTrainer',
-           'prepare_data', 'TokenRows', 'load_data', 'plot_memory', 'Verse', 'kjv_verses']
+__all__ = ['CHUNK', 'HELD_ROWS', 'KJV_BOOKS', 'OLD_TESTAMENT', 'KJV_BOOKS_SHA256', 'batch_stream', 'MLMCollator', 'mlm_loader',
+           'ForTrainer', 'prepare_data', 'TokenRows', 'load_data', 'plot_memory', 'Verse', 'kjv_verses']
 
 # %% ../nbs/10_data.ipynb #28ac195f
 def batch_stream(keys: list[str]) -> int:
@@ -170,7 +170,7 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
     "One pass: each chunk of lines encoded at once, its tokens appended to train.bin or held.bin; held.txt."
     n, words = dict(train=0, held=0), dict(train=0, held=0)
     sha = dict(train=hashlib.sha256(), held=hashlib.sha256())
-    unk = tok.token_to_id('[UNK]')  # between [CLS] and [SEP] the only special a text encodes to
+    special = special_ids(tok)  # [UNK], and a text's literal "[MASK]" or "[CLS]": no word to learn or judge
     flags = iter(held.tolist())
     with (_create(dir / 'train.bin') as tr, _create(dir / 'held.bin') as he,
           _create(dir / 'held.txt', 'w') as text):
@@ -181,17 +181,18 @@ def _tokenize(tok: WordPieceTokenizer, lines, held: np.ndarray, dir: Path, dtype
                 if not part: continue
                 ids = itertools.chain.from_iterable(e.ids[1:-1] for e in tok.encode_batch(part))
                 a = np.fromiter(ids, dtype); b = a.tobytes()
-                f.write(b); sha[split].update(b); n[split] += len(a); words[split] += int((a != unk).sum())
+                f.write(b); sha[split].update(b); n[split] += len(a)
+                words[split] += int((~np.isin(a, special)).sum())
             text.writelines(l + '\n' for l, x in zip(chunk, h) if x)
     return dict(tokens=n, words=words, sha256={k: v.hexdigest() for k, v in sha.items()})
 
 def _check_tokens(n: dict, words: dict):
-    "Each split has tokens, and a word among them ([UNK] alone is nothing to learn or to be judged on)."
+    "Each split has tokens, and a word among them (specials alone, [UNK] too, are nothing to learn or judge)."
     for split, k in n.items():
         if k == 0: raise ValueError(f"the corpus's {split} lines yield no tokens with this vocabulary")
         if words[split] == 0:
-            raise ValueError(f"the corpus's {split} lines yield only [UNK] with this vocabulary: "
-                             "no word of them is in it")
+            raise ValueError(f"the corpus's {split} lines yield only special tokens ([UNK], [MASK], ...) "
+                             "with this vocabulary: no word of them is in it")
 
 # %% ../nbs/10_data.ipynb #7ec87a06
 def _vocab(files, held, vocab_size, vocab, say, encoding: str = 'UTF-8') -> WordPieceTokenizer:
@@ -362,6 +363,8 @@ def plot_memory(bench: dict):
 # %% ../nbs/10_data.ipynb #42719dcb
 KJV_BOOKS = importlib.resources.files('bert_nb') / 'data' / 'kjv_books.json'
 OLD_TESTAMENT = 39  # the first 39 books; the other 27 are the New Testament
+# the books as shipped, a digest of their compact JSON: two chapters swapped keep every count, misplace verses
+KJV_BOOKS_SHA256 = '6bd799999b7dfb9c8baca1c929813a4499bbe0a6da2b745e0bc55d1754897e07'
 
 class Verse(NamedTuple):
     "One line of the bundled corpus and where it stands."
@@ -379,6 +382,9 @@ def kjv_verses() -> list[Verse]:
     book = lambda b: isinstance(b, list) and len(b) == 2 and isinstance(b[0], str) and isinstance(b[1], list)
     if not isinstance(books, list) or not all(book(b) and all(map(count, b[1])) for b in books):
         raise ValueError(f"{KJV_BOOKS} is not a list of [book, [verses of each chapter]]")
+    if hashlib.sha256(json.dumps(books, separators=(',', ':')).encode()).hexdigest() != KJV_BOOKS_SHA256:
+        raise ValueError(f"{KJV_BOOKS} is not the table of books the package ships (its digest differs): "
+                         "reinstall bert-nb, or rebuild it with tools/kjv_books.py")
     refs = [(book, c, v, 'old' if i < OLD_TESTAMENT else 'new') for i, (book, chapters) in enumerate(books)
             for c, n in enumerate(chapters, 1) for v in range(1, n + 1)]
     if len(refs) != len(lines):

@@ -29,6 +29,7 @@ class RTDHead(nn.Module):
     "Replaced-token detection, laid out as ElectraDiscriminatorPredictions: dense, GELU, one logit per token."
     def __init__(self, d: int):
         super().__init__()
+        d = _check_int('d', d, 1)
         self.dense, self.dense_prediction = nn.Linear(d, d), nn.Linear(d, 1)
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         "(B, T, d) -> (B, T) logits of 'replaced'."
@@ -42,6 +43,7 @@ class Electra(nn.Module):
         super().__init__()
         self.config = _need('config', config, BertConfig)
         gen_layers = _check_int('gen_layers', gen_layers, 1)
+        if rng is not None: _need('rng', rng, PCG32)
         if gen_ff is not None: gen_ff = _check_int('gen_ff', gen_ff, 1)
         self.gen = BertForMLM(replace(config, n_layers=gen_layers, d_ff=gen_ff or config.d_ff // 2), rng)
         self.disc = BertEncoder(config, rng)
@@ -86,6 +88,8 @@ def _check_run(model, rows, steps, tok, rng, order, batch_size, p, lr, warmup, l
     rows = _check_ids(rows, model.config.vocab)
     if rows.ndim != 2 or not 1 <= rows.shape[1] <= model.config.max_len or len(rows) == 0:
         raise ValueError(f"rows must be (N >= 1, T <= max_len={model.config.max_len}) ids, got {rows.shape}")
+    if not isinstance(batch_size, bool) and isinstance(batch_size, int) and batch_size > len(rows):
+        raise ValueError(f"batch_size must be at most the {len(rows)} rows, got {batch_size}")
     return (rows, _check_int('steps', steps, 1), _check_int('batch_size', batch_size, 1), _check_p(p),
             _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1),
             _check_real('lam', lam, 0))
@@ -131,6 +135,14 @@ def electra_loss(model: Electra, inputs: torch.Tensor, labels: torch.Tensor, att
 def rtd_stats(out: ElectraOutput, labels: torch.Tensor, attn_mask: torch.Tensor) -> dict[str, float]:
     """A step's figures: the losses; the generator's accuracy (its argmax) at the picked positions and the
     share of them its samples replaced; the discriminator's accuracy on replaced and on original tokens."""
+    _need('out', out, ElectraOutput)
+    for name, x in (('labels', labels), ('attn_mask', attn_mask)):
+        if not isinstance(x, torch.Tensor) or x.shape != out.logits.shape:
+            raise ValueError(f"{name} must be a tensor of the step's shape {tuple(out.logits.shape)}, got "
+                             f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}")
+    if (labels != -100).sum() != len(out.gen_logits):
+        raise ValueError(f"labels pick {(labels != -100).sum()} positions, the step sampled "
+                         f"{len(out.gen_logits)}")
     with torch.no_grad():
         real, said, n = attn_mask.bool(), out.logits > 0, max(1, len(out.gen_logits))
         fake, kept = out.replaced & real, ~out.replaced & real
@@ -194,7 +206,14 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
 def hf_electra(model: Electra) -> tuple[dict, dict[str, torch.Tensor]]:
     "The discriminator with its head as transformers' ElectraForPreTraining: (config as a dict, state dict)."
     c, disc = _need('model', model, Electra).config, model.disc.state_dict()
-    sd = {f'electra.{hf}': disc[o] for hf, o in hf_encoder_names(c.n_layers).items()}
+    head, d = model.rtd.state_dict(), c.d_model
+    want = {'dense.weight': (d, d), 'dense.bias': (d,), 'dense_prediction.weight': (1, d),
+            'dense_prediction.bias': (1,)}
+    names = hf_encoder_names(c.n_layers)
+    if bad := [o for o in names.values() if o not in disc] + [k for k, s in want.items()
+                                                              if k not in head or tuple(head[k].shape) != s]:
+        raise ValueError(f"model does not fit its config (d_model={d}, n_layers={c.n_layers}): {bad[:3]}")
+    sd = {f'electra.{hf}': disc[o] for hf, o in names.items()}
     sd |= {f'discriminator_predictions.{k}': v for k, v in model.rtd.state_dict().items()}
     config = c.to_hf() | dict(model_type='electra', embedding_size=c.d_model,
                               architectures=['ElectraForPreTraining'])

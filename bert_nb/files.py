@@ -218,6 +218,7 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
     """Call write(tmp) on a fresh directory beside `dir`, then swap it into `dir`'s place atomically; files
     in `dir` not the model's (MODEL_FILES, `owned`) are kept. A symlinked `dir` saves into its target. Every
     save of the package goes through it, and so can a later chapter's (05's classifier)."""
+    if not callable(write): raise TypeError(f"write must be a function of the directory, got {write!r:.60}")
     dir = Path(dir)
     try: dir = Path(os.path.abspath(dir.resolve() if dir.is_symlink() else dir))
     except (RuntimeError, OSError) as e: raise ValueError(f"{dir}: {e}") from None  # a symlink loop

@@ -115,10 +115,13 @@ def _text(t) -> bool:
 
 # %% ../nbs/05_finetune.ipynb #9565852d
 def _check_texts(texts) -> list[str]:
-    "A list of texts or (text_a, text_b) pairs: a str is refused (its characters are not texts)."
-    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not all(map(_text, texts)):
+    """A list of texts or of (text_a, text_b) pairs, not both: a str is refused (its characters are not
+    texts), and so is a bare tuple (a pair given where a list of texts belongs would be read as two texts)."""
+    if not isinstance(texts, list) or not all(map(_text, texts)):
         raise TypeError(f"texts must be a list of str or (str, str) pairs, got {type(texts).__name__} "
                         f"{texts!r:.60}")
+    if len({isinstance(t, str) for t in texts}) > 1:
+        raise ValueError("texts must be all single texts or all (text_a, text_b) pairs, got both")
     return list(texts)
 
 def _check_tuning(model, tok, max_len) -> int:
@@ -196,19 +199,27 @@ def accuracy(logits: torch.Tensor, pairs: list[tuple[str, int]]) -> float:
 # %% ../nbs/05_finetune.ipynb #8821eb10
 def majority(task: Task) -> float:
     "The baseline that always says the commonest label of the training set: its test accuracy."
-    top = np.bincount([y for _, y in _need('task', task, Task).train], minlength=len(task.labels)).argmax()
+    _need('task', task, Task)
+    for name in ('train', 'test'): _check_pairs(f'task.{name}', getattr(task, name), len(task.labels))
+    top = np.bincount([y for _, y in task.train], minlength=len(task.labels)).argmax()
     return float(np.mean([y == top for _, y in task.test]))
+
+# %% ../nbs/05_finetune.ipynb #9959d57f
+def _check_bag(tok, task, decays) -> list[float]:
+    "bag_of_words's arguments: its weights; a task of single texts or of pairs throughout (one bag for both)."
+    _need('tok', tok, WordPieceTokenizer); _need('task', task, Task)
+    if isinstance(decays, (str, bytes)) or not hasattr(decays, '__len__') or not len(decays):
+        raise ValueError(f"decays must be a non-empty list of weights, got {decays!r:.60}")
+    if len({isinstance(t, str) for s in (task.train, task.dev, task.test) for t, _ in s}) > 1:
+        raise ValueError(f"task {task.name!r} mixes single texts and (text_a, text_b) pairs across its sets")
+    return [_check_real('decays[i]', w, 0) for w in decays]
 
 # %% ../nbs/05_finetune.ipynb #9959d580
 def bag_of_words(tok: WordPieceTokenizer, task: Task, decays=(1e-5, 1e-4, 1e-3)) -> tuple[float, float]:
     """Logistic regression on token counts (the tokenizer's pieces; `[CLS]`, once in every verse, is the
     intercept; a pair's two texts counted apart), fitted by L-BFGS; the L2 weight chosen on the dev set.
     Returns (test accuracy, the weight)."""
-    _need('tok', tok, WordPieceTokenizer); _need('task', task, Task)
-    if isinstance(decays, (str, bytes)) or not hasattr(decays, '__len__') or not len(decays):
-        raise ValueError(f"decays must be a non-empty list of weights, got {decays!r:.60}")
-    decays = [_check_real('decays[i]', w, 0) for w in decays]
-    V = len(tok)
+    decays, V = _check_bag(tok, task, decays), len(tok)
     one = lambda t: tok.encode(t)[:-1] if isinstance(t, str) else one(t[0]) + [V + i for i in one(t[1])[1:]]
     def bags(pairs):
         ids = [one(t) for t, _ in pairs]  # [CLS] and the pieces, not [SEP]; text B's pieces as V + id
@@ -248,8 +259,9 @@ def plot_scores(runs: list[dict]) -> dict[str, dict[str, float]]:
         for i, m in enumerate(models):
             ax.bar(i, drawn[task][m], color='C0', alpha=0.5)
             ax.plot([i] * len(acc(m)), acc(m), 'k.', label='a seed' if i == 0 else None)
-        ax.axhline(drawn[task]['majority'], color='k', ls='--', label='majority class')
-        ax.axhline(drawn[task]['bag of words'], color='C1', label='bag of words')
+        for m, name, style in (('majority', 'majority class', dict(color='k', ls='--')),
+                               ('bag of words', 'bag of words', dict(color='C1'))):
+            if m in drawn[task]: ax.axhline(drawn[task][m], label=name, **style)  # a baseline, where run
         ax.set(xticks=range(len(models)), xticklabels=[MODELS[m] for m in models], ylim=(0, 1),
                title=f'{task} ({len(LABELS[task])} classes)', ylabel='test accuracy')
         ax.legend(loc='lower right', fontsize=8)
@@ -331,16 +343,25 @@ def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[s
     if (bert.pooler is None) == pooler or bert.load_report.initialised or not CLASSIFIER_NAMES <= sd.keys():
         raise ValueError(f"{dir} holds no {what} ({'pooler and ' if pooler else 'no pooler, '}"
                          "classifier.weight, .bias)")
-    config, n = _read_json(dir / 'config.json'), len(sd['classifier.bias'])
-    names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' default names
+    w, b, d = sd['classifier.weight'], sd['classifier.bias'], bert.config.d_model
+    if b.dim() != 1 or w.shape != (len(b), d) or not (w.dtype == b.dtype and w.dtype.is_floating_point):
+        raise ValueError(f"{dir / 'model.safetensors'}: classifier.weight (n, {d}) and .bias (n,) must be of "
+                         f"one float type, got {tuple(w.shape)} {w.dtype}, {tuple(b.shape)} {b.dtype}")
+    config, n = _read_json(dir / 'config.json'), len(b)
+    names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' defaults
     if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
         raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, "
                          f"got {names!r:.80}")
-    head = {k.removeprefix('classifier.'): sd[k] for k in CLASSIFIER_NAMES}
     dropout = config.get('classifier_dropout')
-    if dropout is None: dropout = config['hidden_dropout_prob']  # what transformers' classifiers then use
-    return bert, head, [names[str(i)] for i in range(n)], dropout
+    if dropout is None: dropout = config.get('hidden_dropout_prob', 0.1)  # transformers' classifiers' rate
+    try:  # what save_classifier and save_tagger refuse to write is refused when read
+        labels = _check_names([names[str(i)] for i in range(n)], n)
+        if _check_real('classifier_dropout', dropout, 0, 1) == 1:
+            raise ValueError("classifier_dropout must be < 1, got 1")
+    except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: {e}") from None
+    return bert, {'weight': w, 'bias': b}, labels, float(dropout)
 
+# %% ../nbs/05_finetune.ipynb #aa250cd9
 def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
     "A classifier that save_classifier (or transformers' BertForSequenceClassification) saved; its labels."
     bert, head, labels, dropout = _read_head(Path(dir), 'BERT sentence classifier', pooler=True)
@@ -359,17 +380,20 @@ def confusion(y: list[int], predicted: list[int], n: int) -> np.ndarray:
     return np.bincount(y.astype(np.int64) * n + predicted, minlength=n * n).reshape(n, n)
 
 def plot_confusion(cm: np.ndarray, labels: list[str]) -> np.ndarray:
-    "The confusion matrix as each true label's shares (rows sum to 1), numbers in the cells; returns them."
+    """The confusion matrix as each true label's shares, numbers in the cells; returns them. A row sums to 1,
+    or is 0s, marked 'none', for a label with no example (not NaN: there is nothing to share)."""
     cm = np.asarray(cm)
     if cm.shape != (len(labels), len(labels)) or cm.dtype.kind not in 'iu' or (cm < 0).any():
         raise ValueError(f"cm must be {len(labels)} x {len(labels)} counts (confusion's), "
                          f"got {cm.shape} {cm.dtype}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
-    shares = cm / cm.sum(1, keepdims=True)
+    n = cm.sum(1, keepdims=True)
+    shares = cm / np.maximum(n, 1)
     fig, ax = plt.subplots(figsize=(5.2, 4.4))
     ax.imshow(shares, cmap='Blues', vmin=0, vmax=1)
     for (i, j), s in np.ndenumerate(shares):
-        ax.text(j, i, f'{s:.2f}', ha='center', va='center', color='white' if s > 0.5 else 'black', fontsize=8)
+        ax.text(j, i, f'{s:.2f}' if n[i, 0] else 'none', ha='center', va='center',
+                color='white' if s > 0.5 else 'black', fontsize=8)
     ax.set(xticks=range(len(labels)), xticklabels=labels, yticks=range(len(labels)), yticklabels=labels,
            xlabel='predicted', ylabel='true')
     fig.tight_layout()

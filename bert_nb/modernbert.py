@@ -214,6 +214,7 @@ class ModernBertEncoder(nn.Module):
     def __init__(self, config: ModernBertConfig, rng: PCG32 | None = None):
         super().__init__()
         self.config = c = _need('config', config, ModernBertConfig)
+        if rng is not None: _need('rng', rng, PCG32)
         self.tok_emb = nn.Embedding(c.vocab, c.d_model, padding_idx=c.pad_id)
         self.emb_norm, self.drop = nn.LayerNorm(c.d_model, eps=c.ln_eps, bias=False), nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(ModernBertLayer(c, i) for i in range(c.n_layers))
@@ -332,6 +333,7 @@ def hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 # %% ../nbs/06_modernbert.ipynb #976613a8
 def hf_config(c: ModernBertConfig) -> dict:
     "The config as transformers' ModernBertConfig dict, for transformers 4 and 5 alike."
+    _need('c', c, ModernBertConfig)
     types = ['full_attention' if c.is_global(i) else 'sliding_attention' for i in range(c.n_layers)]
     rope = {t: {'rope_type': 'default', 'rope_theta': th}
             for t, th in (('full_attention', c.theta_global), ('sliding_attention', c.theta_local))}
@@ -350,15 +352,32 @@ def _global_every(d: dict, where) -> int:
     "Every how many layers one is global: transformers 5 writes the layers' types out, 4 the number."
     n, types = d.get('num_hidden_layers'), d.get('layer_types')
     if types is None: return d.get('global_attn_every_n_layers', 3)
-    full = [i for i, t in enumerate(types) if t == 'full_attention'] if isinstance(types, list) else []
+    if not isinstance(types, list):
+        raise ValueError(f"{where}: layer_types must be a list, got {types!r:.80}")
+    full = [i for i, t in enumerate(types) if t == 'full_attention']
     every = full[1] if len(full) > 1 else n
-    layers = range(n) if isinstance(n, int) else ()
+    layers = range(n) if isinstance(n, int) and len(types) == n else ()  # a list of n types, no longer
     want = ['sliding_attention' if i % every else 'full_attention' for i in layers]
     if types != want or not want:
         raise ValueError(f"{where}: layer_types must make layers 0, n, 2n, ... global, got {types!r:.80}")
     return every
 
 # %% ../nbs/06_modernbert.ipynb #a286c569
+def _rope(rope, where) -> tuple[dict, dict]:
+    """The global and local layers' RoPE settings: transformers 5 writes one dict per layer type, a flat
+    dict serves both; only plain RoPE (rope_type 'default') is built here: a scaled one is refused, not read
+    as plain."""
+    if rope is None: return {}, {}
+    if not isinstance(rope, dict):
+        raise ValueError(f"{where}: rope_parameters must be a dict, got {rope!r:.80}")
+    flat = 'rope_type' in rope or 'rope_theta' in rope
+    g, l = (rope, rope) if flat else (rope.get('full_attention') or {}, rope.get('sliding_attention') or {})
+    if not (isinstance(g, dict) and isinstance(l, dict)) or {g.get('rope_type', 'default'),
+                                                             l.get('rope_type', 'default')} != {'default'}:
+        raise ValueError(f"{where}: only plain RoPE (rope_type 'default') is built here, got {rope!r:.80}")
+    return g, l
+
+# %% ../nbs/06_modernbert.ipynb #a286c56a
 def config_from_hf(d: dict, where: str | os.PathLike = 'config') -> ModernBertConfig:
     "A ModernBertConfig from transformers' dict; another model's, or a ModernBERT not built here, refused."
     kind = d.get('model_type') if isinstance(d, dict) else None
@@ -370,20 +389,18 @@ def config_from_hf(d: dict, where: str | os.PathLike = 'config') -> ModernBertCo
     sizes = ('vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size')
     if missing := [k for k in sizes if k not in d]: raise ValueError(f"{where} lacks {missing}")
     n, every = d['num_hidden_layers'], _global_every(d, where)
-    rope = d.get('rope_parameters') or {}
-    g, l = rope.get('full_attention') or {}, rope.get('sliding_attention') or {}
-    if {g.get('rope_type', 'default'), l.get('rope_type', 'default')} != {'default'}:
-        raise ValueError(f"{where}: only plain RoPE (rope_type 'default') is built here, got {rope!r:.80}")
-    drops = {d.get(k, 0.0) for k in ('embedding_dropout', 'attention_dropout', 'mlp_dropout')}
-    if len(drops) > 1: raise ValueError(f"{where}: one dropout rate for all three, got {sorted(drops)}")
+    g, l = _rope(d.get('rope_parameters'), where)
+    rates, pad = ('embedding_dropout', 'attention_dropout', 'mlp_dropout'), d.get('pad_token_id')
     try:
+        drops = {_check_real(k, d.get(k, 0.0), 0, 1) for k in rates}
+        if len(drops) > 1: raise ValueError(f"one dropout rate for all three, got {sorted(drops)}")
         return ModernBertConfig(
             vocab=d['vocab_size'], d_model=d['hidden_size'], n_heads=d['num_attention_heads'], n_layers=n,
             d_ff=d['intermediate_size'], window=d.get('local_attention', 128), global_every=every,
             theta_global=g.get('rope_theta', d.get('global_rope_theta', 160_000.0)),
             theta_local=l.get('rope_theta', d.get('local_rope_theta', 10_000.0)),
             max_len=d.get('max_position_embeddings', 8192), dropout=drops.pop(),
-            ln_eps=d.get('norm_eps', 1e-5), pad_id=d.get('pad_token_id') or 0)
+            ln_eps=d.get('norm_eps', 1e-5), pad_id=0 if pad is None else pad)
     except (TypeError, ValueError) as e: raise ValueError(f"{where}: bad config: {e}") from None
 
 # %% ../nbs/06_modernbert.ipynb #e68ad546
@@ -415,15 +432,41 @@ def save_modernbert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceToke
 _TASK = ('head.dense.weight', 'head.norm.weight', 'decoder.weight', 'decoder.bias', 'classifier.weight',
          'classifier.bias')  # the weights beside the encoder's in transformers' task models
 
+def _shapes(c: ModernBertConfig, n_labels: int | None = None) -> dict[str, tuple[int, ...]]:
+    """The weights under ModernBertModel's names with their shapes, from the config alone: a load
+    compares them with the file before it builds anything (a config that says 10**13 words or 200,000
+    layers is refused, not allocated). The task weights follow them; a classifier's rows are `n_labels`."""
+    d = c.d_model
+    out = {'embeddings.tok_embeddings.weight': (c.vocab, d), 'embeddings.norm.weight': (d,)}
+    for i in range(c.n_layers):
+        out |= {f'layers.{i}.attn_norm.weight': (d,)} if i else {}  # layer 0's is the identity: no weight
+        out |= {f'layers.{i}.attn.Wqkv.weight': (3 * d, d), f'layers.{i}.attn.Wo.weight': (d, d),
+                f'layers.{i}.mlp_norm.weight': (d,), f'layers.{i}.mlp.Wi.weight': (2 * c.d_ff, d),
+                f'layers.{i}.mlp.Wo.weight': (d, c.d_ff)}
+    return out | {'final_norm.weight': (d,), 'head.dense.weight': (d, d), 'head.norm.weight': (d,),
+                  'decoder.weight': (c.vocab, d), 'decoder.bias': (c.vocab,),
+                  'classifier.weight': (n_labels, d), 'classifier.bias': (n_labels,)}
+
+# %% ../nbs/06_modernbert.ipynb #cd06a56a
 def _weights(dir: Path, config: ModernBertConfig) -> dict[str, torch.Tensor]:
     "model.safetensors under ModernBertModel's names (no 'model.' in front), checked against the config."
-    sd = {k.removeprefix('model.'): v for k, v in _read_safetensors(dir / 'model.safetensors').items()}
-    enc = {k: v.shape for k, v in hf_state_dict(ModernBertEncoder(config)).items()}
-    bad = [k for k in sd if k not in enc and k not in _TASK]
-    missing, resized = [k for k in enc if k not in sd], [k for k in enc if k in sd and sd[k].shape != enc[k]]
-    if bad or missing or resized:
-        raise ValueError(f"{dir / 'model.safetensors'} does not fit its config: unknown {bad[:3]}, missing "
-                         f"{missing[:3]}, resized {resized[:3]}")
+    f, c = dir / 'model.safetensors', config
+    sd = {k.removeprefix('model.'): v for k, v in _read_safetensors(f).items()}
+    if 6 * c.n_layers + 2 > 2 * len(sd):  # first, so that the table below is never much longer than the file
+        raise ValueError(f"{f} does not fit its config: n_layers={c.n_layers} has {6 * c.n_layers + 2} "
+                         f"weights, the file {len(sd)}: most are missing")
+    b = sd.get('classifier.bias')
+    want = _shapes(c, len(b) if b is not None and b.dim() == 1 else None)
+    bad = [k for k in sd if k not in want]
+    missing = [k for k in want if k not in sd and k not in _TASK]
+    resized = [k for k in sd if k in want and tuple(sd[k].shape) != want[k]]
+    pairs = (('head.dense.weight', 'head.norm.weight'), ('classifier.weight', 'classifier.bias'))
+    halves = [k for a, b in pairs for k in (a, b) if (a in sd) != (b in sd) and k in sd]  # half a head
+    if bad or missing or resized or halves:
+        raise ValueError(f"{f} does not fit its config: unknown {bad[:3]}, missing {missing[:3]}, resized "
+                         f"{resized[:3]}, without its other half {halves[:1]}")
+    if len(types := {v.dtype for v in sd.values()}) > 1 or not next(iter(types)).is_floating_point:
+        raise ValueError(f"{f}: the weights must be of one float type, got {sorted(map(str, types))}")
     if 'decoder.weight' in sd and not torch.equal(sd['decoder.weight'], sd[f'{_HF_NAMES["tok_emb"]}.weight']):
         raise ValueError(f"{dir / 'model.safetensors'}: decoder.weight is not the word table, to which the "
                          "decoder here is tied")
@@ -434,11 +477,14 @@ def _built(cls: type, config: ModernBertConfig, meta: dict, sd: dict) -> nn.Modu
     "A fresh model of `cls` for load_modernbert to fill: a classifier's labels and pooling from its config."
     if cls is ModernBertForMLM: return ModernBertForMLM(config, PCG32(0))  # a head not in sd: reproducible
     if cls is ModernBertEncoder: return ModernBertEncoder(config)
-    names = meta.get('id2label') or {str(i): f'LABEL_{i}' for i in range(len(sd['classifier.bias']))}
-    labels = [names.get(str(i)) for i in range(len(names))] if isinstance(names, dict) else names
-    return ModernBertClassifier(ModernBertEncoder(config), labels, meta.get('classifier_pooling', 'cls'),
-                                meta.get('classifier_dropout', 0.0))
+    n = len(sd['classifier.bias'])
+    names = meta.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}
+    if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
+        raise ValueError(f"id2label must name the classifier's {n} labels 0..{n - 1}, got {names!r:.80}")
+    return ModernBertClassifier(ModernBertEncoder(config), [names[str(i)] for i in range(n)],
+                                meta.get('classifier_pooling', 'cls'), meta.get('classifier_dropout', 0.0))
 
+# %% ../nbs/06_modernbert.ipynb #bc9f1436
 def _load(dir: Path, cls: type | None) -> nn.Module:
     "load_modernbert's reading of `dir`, as `cls` (None: what it holds)."
     meta = _read_json(dir / 'config.json')
@@ -451,7 +497,8 @@ def _load(dir: Path, cls: type | None) -> nn.Module:
     if cls is ModernBertClassifier is not held or (cls is ModernBertForMLM and held is ModernBertClassifier):
         raise ValueError(f"{dir} holds a {held.__name__}, not a {cls.__name__}: load its encoder "
                          "(cls=ModernBertEncoder) and build the model on it")
-    model = _built(cls, config, meta, sd)
+    try: model = _built(cls, config, meta, sd)
+    except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: {e}") from None
     model.to(sd['embeddings.tok_embeddings.weight'].dtype)  # as saved: a float64 model comes back float64
     want = {k.removeprefix('model.'): v for k, v in hf_state_dict(model).items()}
     with torch.no_grad():

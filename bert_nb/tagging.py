@@ -77,13 +77,17 @@ def _check_words(words, tags=None, n_labels: int | None = None) -> list[str]:
                         f"{words!r:.60}")
     if not words: raise ValueError("words must hold at least one word, got none")
     if tags is not None:
-        if isinstance(tags, (str, bytes)) or not hasattr(tags, '__len__') or len(tags) != len(words):
+        if not isinstance(tags, (list, tuple, np.ndarray)):  # a dict's values, a set's order: no sequence
+            raise TypeError(f"tags must be a list of labels, one per word, got {type(tags).__name__} "
+                            f"{tags!r:.60}")
+        if len(tags) != len(words):
             raise ValueError(f"tags must be a label for each of the {len(words)} words, got {tags!r:.60}")
         if bad := [t for t in tags if isinstance(t, bool) or not isinstance(t, (int, np.integer))
                    or not (0 <= t < n_labels or t == IGNORE)]:
             raise ValueError(f"tags must be labels in [0, {n_labels}) or {IGNORE}, got {bad[0]!r}")
     return list(words)
 
+# %% ../nbs/07_tagging.ipynb #f9228e2e
 def align(tok: WordPieceTokenizer, words: list[str], tags: list[int] | None = None,
           n_labels: int = len(CASES), max_len: int | None = None) -> dict[str, list[int]]:
     """`[CLS]` and the words' pieces and `[SEP]`: `input_ids`, `token_type_ids`, `word_ids` (-1 on the
@@ -110,6 +114,23 @@ def windows(tok: WordPieceTokenizer, words: list[str], max_len: int) -> list[tup
         used += n[i]
     return spans + [(start, len(words))]
 
+# %% ../nbs/07_tagging.ipynb #7c2dbb0e
+def _padded(feats: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
+    """align's features padded into (B, T) tensors: a feature's own token types and attention_mask kept (as
+    transformers' collator keeps them), integers only (9.7 is no id)."""
+    T = max(len(f['input_ids']) for f in feats)
+    z = lambda fill: torch.full((len(feats), T), fill)
+    out = dict(input_ids=z(pad_id), token_type_ids=z(0), attention_mask=z(0), labels=z(IGNORE))
+    for r, f in enumerate(feats):
+        if not (n := len(f['input_ids'])): raise ValueError(f"example {r} has no tokens")
+        for k, fill in (('input_ids', 0), ('token_type_ids', 0), ('attention_mask', 1), ('labels', IGNORE)):
+            v = torch.as_tensor(f.get(k, [fill] * n))
+            if v.shape != (n,): raise ValueError(f"example {r}: {k} has {len(v)} entries, input_ids {n}")
+            if v.dtype.is_floating_point or (v.dtype == torch.bool and k != 'attention_mask'):
+                raise ValueError(f"example {r}: {k} must be integers, got {v.dtype}")
+            out[k][r, :n] = v
+    return out
+
 # %% ../nbs/07_tagging.ipynb #7c2dbb0f
 class TagCollator:
     """Batches of (words, tags) windows, dicts `{'words', 'tags'}` or `align`'s features: `input_ids`,
@@ -127,19 +148,13 @@ class TagCollator:
             raise ValueError("an example must be (words, tags), {'words', 'tags'} or align's features")
         if (T := max(len(f['input_ids']) for f in feats)) > self.max_len:
             raise ValueError(f"an example has {T} tokens, more than max_len={self.max_len}: use windows")
-        z = lambda fill: torch.full((len(feats), T), fill)
-        out = dict(input_ids=z(self.tok.pad_id), token_type_ids=z(0), attention_mask=z(0), labels=z(IGNORE))
-        for r, f in enumerate(feats):
-            n = len(f['input_ids'])
-            for k, v in (('input_ids', f['input_ids']), ('token_type_ids', f.get('token_type_ids', [0] * n)),
-                         ('attention_mask', [1] * n), ('labels', f.get('labels', [IGNORE] * n))):
-                if len(v) != n: raise ValueError(f"example {r}: {k} has {len(v)} entries, input_ids {n}")
-                out[k][r, :n] = torch.as_tensor(v)
-        x, y = out['input_ids'], out['labels']
+        out = _padded(feats, self.tok.pad_id)
+        x, y, m = out['input_ids'], out['labels'], out['attention_mask']
         if ((x < 0) | (x >= len(self.tok))).any() or (((y < 0) | (y >= self.n_labels)) & (y != IGNORE)).any():
             raise ValueError(f"input_ids must be in [0, {len(self.tok)}), "
                              f"labels in [0, {self.n_labels}) or {IGNORE}")
-        return out
+        if ((m != 0) & (m != 1)).any() or ((m == 0) & (y != IGNORE)).any():
+            raise ValueError(f"attention_mask must be 0 or 1, and a padded position ({IGNORE}) unlabelled")
         return out
 
 # %% ../nbs/07_tagging.ipynb #5d336655
@@ -260,9 +275,14 @@ def ambiguous(table: dict[str, Counter], texts: list[list[str]]) -> list[list[bo
     "Each word of `texts`: was it seen in training with more than one case?"
     return [[len(table.get(w, ())) > 1 for w in map(str, t)] for t in texts]
 
+# %% ../nbs/07_tagging.ipynb #ff48964g
 def by_table(table: dict[str, Counter], texts: list[list[str]], first: bool = False) -> list[list[int]]:
     """The baseline: each word's commonest case in training (ties to the lower label), `lower` when unseen;
     with `first`, the first word with letters at least Capitalised."""
+    if not isinstance(table, dict) or not all(isinstance(v, dict) and v for v in table.values()):
+        raise TypeError(f"table must be case_table's dict of word -> case counts, got {table!r:.60}")
+    if not isinstance(texts, list): raise TypeError(f"texts must be a list of word lists, got {texts!r:.60}")
+    texts = [_check_words(t) for t in texts]
     out = [[max(table[w], key=lambda c: (table[w][c], -c)) if w in table else 0 for w in t] for t in texts]
     if first:
         for t, p in zip(texts, out):

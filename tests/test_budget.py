@@ -202,3 +202,27 @@ def test_a_stall_near_the_end_is_not_taken_for_the_pace(data, tmp_path, monkeypa
     m = budget_run(data, tmp_path / 'run', clock)
     check_budget(m, clock)
     assert any(s > 280 for s, _ in clock.steps)  # steps after the stall
+
+@pytest.mark.parametrize('spent', ['-1', 'Infinity', 'NaN', 'true', '"12"', '1e400'])
+def test_a_resume_refuses_a_budget_json_that_holds_no_seconds(data, tmp_path, monkeypatch, spent):
+    "budget.json's seconds count on resume, so what cannot be seconds spent (negative, inf, NaN, a bool) is refused."
+    Clock(lambda t, i: 0.5).install(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        train(replace(TINY, data=str(data), out=str(tmp_path / 'r')), stop_at=20, progress=False)
+    (tmp_path / 'r' / 'budget.json').write_text(f'{{"spent": {spent}}}\n')
+    with pytest.raises(ValueError, match='budget.json (is not valid JSON|does not hold the seconds a run spent)'):
+        train(replace(TINY, data=str(data), out=str(tmp_path / 'r')), resume=True, progress=False)
+
+def test_a_steps_run_reads_no_budget_json(data, tmp_path, monkeypatch):
+    "A --steps run keeps no budget.json, so one planted in its directory is not its time on resume."
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    steps = replace(TINY, minutes=None, steps=40, data=str(data), out=str(tmp_path / 's'))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        train(steps, stop_at=20, progress=False)
+        assert not (tmp_path / 's' / 'budget.json').exists()
+        (tmp_path / 's' / 'budget.json').write_text('{"spent": 1e9}\n')
+        train(steps, resume=True, progress=False)
+    m = json.loads((tmp_path / 's' / 'metrics.json').read_text())
+    assert m['wall_s'] <= clock.t  # the run's own seconds, not 10**9

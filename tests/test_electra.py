@@ -176,3 +176,24 @@ def test_the_pair_and_its_plot_check_their_arguments():
     with pytest.raises(TypeError, match='config must be a BertConfig'): Electra({'vocab': 40})
     with pytest.raises(ValueError, match="curves must be a dict with"): plot_rtd({'gen_acc': [0.1]})
     with pytest.raises(TypeError, match='model must be a Electra'): hf_electra(object())
+
+def test_what_the_pair_is_given_is_what_it_fits(kjv_rows):
+    """#56: a stream that is no PCG32, a batch larger than the rows, a step's stats against labels of another shape, a
+    head of another width or a missing layer given to hf_electra, and a head of no width are refused by name."""
+    from bert_nb.electra import RTDHead, rtd_stats
+    with pytest.raises(TypeError, match='rng must be a PCG32'): Electra(SMALL, rng=5)
+    with pytest.raises(ValueError, match=r'd must be in \[1'): RTDHead(-1)
+    tok, rows = kjv_rows
+    m = Electra(replace(SMALL, vocab=len(tok)), rng=PCG32(0))
+    with pytest.raises(ValueError, match=f'batch_size must be at most the {len(rows)} rows'):
+        train_electra(m, rows, 2, tok, PCG32(1), PCG32(2), batch_size=len(rows) + 1)
+    ids, inputs, labels, attn = batch()
+    out = electra_loss(Electra(SMALL, rng=PCG32(0)), inputs, labels, attn, PCG32(1))
+    with pytest.raises(ValueError, match="labels must be a tensor of the step's shape"): rtd_stats(out, labels[:, :4], attn)
+    with pytest.raises(ValueError, match="attn_mask must be a tensor of the step's shape"): rtd_stats(out, labels, attn[:2])
+    other = labels.clone(); other[0, 1] = 9 if other[0, 1] == -100 else -100
+    with pytest.raises(ValueError, match='labels pick'): rtd_stats(out, other, attn)
+    wide = Electra(SMALL, rng=PCG32(0)); wide.rtd = RTDHead(SMALL.d_model + 1)
+    with pytest.raises(ValueError, match='does not fit its config'): hf_electra(wide)
+    short = Electra(SMALL, rng=PCG32(0)); del short.disc.layers[-1]
+    with pytest.raises(ValueError, match='does not fit its config'): hf_electra(short)

@@ -119,9 +119,10 @@ def test_a_closed_pipe_ends_quietly(run):
     assert p.stdout == '[' and 'Traceback' not in p.stderr and 'BrokenPipe' not in p.stderr, p.stderr
 
 def test_nothing_to_mask_is_refused_before_training(tmp_path):
-    "A corpus of literal [MASK]s: every token special, so the run would train on nothing; refused at the start."
+    """A corpus of literal [MASK]s: every token special, so the run would train on nothing; refused at the start,
+    where its tokens are counted (#56: prepare wrote it, and only training refused it)."""
     c = tmp_path / 'masks.txt'; c.write_text('[MASK] [MASK]\n' * 200)
-    refused(cli('--corpus', c, '--steps', 2, '--out', tmp_path / 'o', *TINY), 'nothing to mask')
+    refused(cli('--corpus', c, '--steps', 2, '--out', tmp_path / 'o', *TINY), 'yield only special tokens')
     assert not (tmp_path / 'o').exists()
 
 # ------------------------------------------------------------------------------------------ JSON files
@@ -463,7 +464,7 @@ def test_nothing_to_evaluate_and_a_vocabulary_of_specials(run, tmp_path):
     v = tmp_path / 'vocab.txt'; v.write_text('\n'.join(SPECIALS) + '\n')
     corpus = tmp_path / 'c.txt'; corpus.write_text('in the beginning\n' * 200)
     # every word [UNK]: refused as it is prepared (#43, PP14), no longer only at the first evaluation's masks
-    refused(cli('--corpus', corpus, '--vocab', v, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), 'yield only [UNK]')
+    refused(cli('--corpus', corpus, '--vocab', v, '--steps', 2, '--out', tmp_path / 'o', '--quiet'), 'yield only special tokens')
     assert not (tmp_path / 'o').exists()
 
 @pytest.mark.parametrize('code', ['EBUSY', 'EXDEV'])
@@ -590,7 +591,7 @@ def test_prepare_data_needs_a_callback_and_a_word(tmp_path):
     with pytest.raises(TypeError, match='say must be a function of one line'):  # PP15: a traceback at its first call
         prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', say=None)
     WordPieceTokenizer.from_tokens([*SPECIALS, 'a', '##b']).save(tmp_path)
-    with pytest.raises(ValueError, match="train lines yield only \\[UNK\\]"):  # PP14: prepared without a word
+    with pytest.raises(ValueError, match="train lines yield only special tokens"):  # PP14: prepared without a word
         prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', vocab=tmp_path / 'vocab.txt', say=lambda s: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ['c.txt', 'vocab.txt']
 
@@ -601,6 +602,26 @@ def test_kjv_books_with_a_chapter_that_is_not_a_count(tmp_path, monkeypatch):
     (tmp_path / 'books.json').write_text(json.dumps(books))
     monkeypatch.setattr(data, 'KJV_BOOKS', tmp_path / 'books.json')
     with pytest.raises(ValueError, match=r'is not a list of \[book, \[verses of each chapter\]\]'): data.kjv_verses()
+
+def test_kjv_books_with_two_chapters_swapped(tmp_path, monkeypatch):
+    "#56: two chapters' counts swapped keep every count and the total, and placed every verse after them wrongly."
+    import bert_nb.data as data
+    books = json.loads(Path(data.KJV_BOOKS).read_text()); g = books[0][1]; g[0], g[1] = g[1], g[0]
+    (tmp_path / 'books.json').write_text(json.dumps(books))
+    monkeypatch.setattr(data, 'KJV_BOOKS', tmp_path / 'books.json')
+    with pytest.raises(ValueError, match='is not the table of books the package ships'): data.kjv_verses()
+
+def test_prepare_refuses_lines_of_special_tokens_only(tmp_path):
+    "#56: a corpus of '[CLS] [SEP] [MASK]' lines was prepared, and train refused it only later: nothing to mask."
+    (tmp_path / 'c.txt').write_text('[CLS] [SEP] [MASK]\n' * 50)
+    with pytest.raises(ValueError, match='yield only special tokens'):
+        prepare_data([tmp_path / 'c.txt'], tmp_path / 'd', say=lambda s: None)
+    assert not (tmp_path / 'd').exists()
+
+def test_write_dir_needs_a_writer(tmp_path):
+    from bert_nb.files import write_dir
+    with pytest.raises(TypeError, match='write must be a function'): write_dir(tmp_path / 'm', None)
+    assert not (tmp_path / 'm').exists() and list(tmp_path.iterdir()) == []
 
 def test_the_encoder_refuses_a_mask_of_twos_and_meta_ids():
     enc = BertEncoder(BertConfig(60, max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32), rng=PCG32(0))

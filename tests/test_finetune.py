@@ -228,3 +228,24 @@ def test_the_trainer_glue_refuses_what_it_cannot_train_on(tok):
     b = LabelCollator(tok, 32)([{'text': 'In the beginning', 'labels': 1}])
     with pytest.raises(ValueError, match=r'labels must be 1 label ids in \[0, 2\)'):
         m(b['input_ids'], b['token_type_ids'], b['attention_mask'], torch.tensor([2]))  # past n_labels
+
+def test_baselines_and_plots_of_what_is_missing():
+    """#56: the majority of no test verses was NaN, of a label past the names 1.0; a label with no example made its
+    row of shares NaN; plot_scores without its baselines was a KeyError."""
+    from bert_nb.finetune import Task, majority, plot_scores
+    t = Task('t', ['a', 'b'], [('x', 0), ('y', 0), ('z', 1)], [('w', 0)], [('v', 0), ('u', 1)], {})
+    assert majority(t) == 0.5  # the commonest training label, 'a', is right on one test verse of two
+    with pytest.raises(ValueError, match='task.test must be a non-empty list'): majority(t._replace(test=[]))
+    with pytest.raises(ValueError, match=r'task.train holds .*label in 0..1'): majority(t._replace(train=[('x', 5)]))
+    shares = plot_confusion(np.array([[3, 1], [0, 0]]), ['a', 'b'])
+    assert shares.tolist() == [[0.75, 0.25], [0.0, 0.0]]  # no example of b: a row of 0s, marked, not NaN
+    runs = [dict(task=k, model='kjv', acc=a, split='test') for k in ('testament', 'section') for a in (0.6, 0.7, 0.8)]
+    assert plot_scores(runs) == {'testament': {'kjv': 0.7}, 'section': {'kjv': 0.7}}
+
+def test_load_classifier_checks_its_head(enc, tok, tmp_path):
+    "#56: a weight of 3 rows over a bias of 2 was a torch traceback from load_state_dict."
+    from saving import edited
+    d = save_classifier(Classifier(enc, 2, rng=PCG32(0)), tmp_path / 'c', tok, ['no', 'yes'])
+    bad = edited(d, tmp_path / 'e', None, {'classifier.weight': torch.zeros(3, enc.config.d_model)})
+    with pytest.raises(ValueError, match=r'classifier.weight \(n, \d+\) and .bias \(n,\)'):
+        load_classifier(bad)

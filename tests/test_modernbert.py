@@ -10,6 +10,7 @@ from bert_nb.modernbert import (GeGLU, ModernBertClassifier, ModernBertConfig, M
                                 band_bias, config_from_hf, hf_config, hf_state_dict, layout, load_modernbert,
                                 local_attention, rope_tables, rotate, save_modernbert)
 from tol import encoder_tol, grad_tol, loss_tol
+from saving import edited
 
 transformers = pytest.importorskip('transformers')
 from transformers import (AutoModelForMaskedLM, AutoModelForSequenceClassification, ModernBertConfig as HFConfig,
@@ -446,3 +447,80 @@ def test_a_resumed_run_with_an_unknown_arch_is_refused(modern_run, tmp_path, cap
     p.write_text(json.dumps(json.loads(p.read_text()) | {'arch': 'gpt'}))
     assert main(['train', '--resume', str(tmp_path / 'r'), '--quiet']) == 2
     assert "arch must be one of ['bert', 'modernbert']" in capsys.readouterr().err
+
+# #56: a directory is checked against its config before anything is built from it
+@pytest.mark.parametrize('change', [{'vocab_size': 10**13}, {'hidden_size': 2**31}, {'vocab_size': 50_000_000},
+                                    {'num_hidden_layers': 200_000, 'layer_types': None}])
+def test_load_checks_sizes_before_it_builds(tmp_path, monkeypatch, change):
+    "A config far larger than its weights is refused from the file's shapes: no model of that size is ever built."
+    import bert_nb.modernbert as mb
+    d = edited(save_modernbert(ModernBertForMLM(CFG), tmp_path / 'm'), tmp_path / 'e', change)
+    def built(*a, **k): raise AssertionError('a model was built before the weights were checked')
+    for name in ('ModernBertEncoder', 'ModernBertForMLM', 'ModernBertClassifier'): monkeypatch.setattr(mb, name, built)
+    with pytest.raises(ValueError, match='config'): load_modernbert(d)  # the file's shapes, or the config itself
+
+@pytest.mark.parametrize('cls_,config,weights,msg', [
+    (True, {'id2label': {'0': 'a', '1': 'b', '2': 'c'}}, None, "id2label must name the classifier's 2 labels"),
+    (True, None, {'classifier.weight': torch.zeros(3, 24)}, 'resized'),
+    (True, None, {'classifier.bias': torch.zeros(2, 1)}, 'resized'),
+    (False, None, {'head.dense.weight': torch.zeros(24, 25)}, 'resized'),
+    (False, None, {'decoder.bias': torch.zeros(7)}, 'resized'),
+    (False, None, {'model.embeddings.tok_embeddings.weight': torch.zeros(53, 24).long()}, 'one float type'),
+    (False, None, {'head.norm.weight': None}, 'without its other half'),
+    (False, {k: [0.1] for k in ('embedding_dropout', 'attention_dropout', 'mlp_dropout')}, None, 'must be a number'),
+    (False, {'rope_parameters': [1, 2]}, None, 'rope_parameters must be a dict'),
+    (False, {'rope_parameters': {'full_attention': 'x'}}, None, "rope_type 'default'"),
+    (False, {'rope_parameters': {'rope_type': 'linear', 'factor': 4.0, 'rope_theta': 5.0}}, None, "rope_type 'default'"),
+    (False, {'pad_token_id': False}, None, 'pad_id'), (False, {'layer_types': 'full_attention'}, None, 'a list'),
+    (True, {'classifier_pooling': 'max'}, None, 'pooling'), (True, {'classifier_dropout': 2}, None, 'dropout')])
+def test_load_refuses_what_it_would_misread(tmp_path, cls_, config, weights, msg):
+    "Heads, types and settings that used to end in a torch traceback, or load as something else, are refused by name."
+    model = ModernBertClassifier(ModernBertEncoder(CFG), 2) if cls_ else ModernBertForMLM(CFG)
+    d = edited(save_modernbert(model, tmp_path / 'm'), tmp_path / 'e', config, weights)
+    with pytest.raises(ValueError, match=msg): load_modernbert(d)
+
+def test_a_flat_plain_rope_serves_both_layer_types(tmp_path):
+    "A flat rope_parameters of rope_type 'default' is read as transformers reads it: its θ in every layer."
+    d = edited(save_modernbert(ModernBertForMLM(CFG), tmp_path / 'm'), tmp_path / 'e',
+              {'rope_parameters': {'rope_type': 'default', 'rope_theta': 500.0}})
+    c = load_modernbert(d).encoder.config
+    assert (c.theta_global, c.theta_local) == (500.0, 500.0)
+
+def test_fill_refuses_an_encoder_without_its_head(tmp_path):
+    "bert-nb fill of a ModernBERT encoder is refused, one line, exit 2, as BERT's is (it filled from a random head)."
+    import subprocess, sys
+    from pathlib import Path
+    tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(48)])
+    d = save_modernbert(ModernBertEncoder(CFG), tmp_path / 'enc', tok)
+    r = subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'fill', str(d), 'w1 [MASK] w2'],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and 'without its MLM head' in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+def test_dropout_sits_where_transformers_puts_it(tmp_path):
+    """Each dropout reads what transformers' ModernBERT drops, seen by forward hooks: the embeddings after their norm,
+    GeGLU's gated product before W_o, each attention's output projection on the local path and the global one, and a
+    classifier's head output before the linear layer; and a save at a rate other than 0 loads at that rate."""
+    import dataclasses
+    clf = ModernBertClassifier(ModernBertEncoder(dataclasses.replace(CFG, dropout=0.25)), 2, dropout=0.3).eval()
+    seen = {}
+    for name, m in clf.named_modules():
+        m.register_forward_hook(lambda m, i, o, name=name: seen.setdefault(name, []).append((i[0], o)))
+    ids, mask = rows()
+    clf(ids, mask)
+    got = lambda name: seen[name][0][0]  # a module's input
+    made = lambda name: seen[name][0][1]  # and its output
+    assert torch.equal(got('encoder.drop'), made('encoder.emb_norm'))
+    for i in range(CFG.n_layers):
+        L = f'encoder.layers.{i}.'
+        assert torch.equal(got(L + 'mlp.Wo'), made(L + 'mlp.drop')) and got(L + 'mlp.drop').shape[-1] == CFG.d_ff
+        assert torch.equal(got(L + 'attn.drop'), made(L + 'attn.Wo'))  # local layers (1, 2, 4) and global (0, 3)
+    assert torch.equal(got('drop'), made('head')) and torch.equal(got('classifier'), made('drop'))
+    back = load_modernbert(save_modernbert(clf, tmp_path / 'm'))
+    rates = {n: m.p for n, m in back.named_modules() if isinstance(m, torch.nn.Dropout)}
+    assert rates.pop('drop') == 0.3 and set(rates.values()) == {0.25} and back.encoder.config.dropout == 0.25
+
+def test_what_is_not_a_config_or_a_stream_is_refused_by_name():
+    "ModernBertForMLM(cfg, 5) and hf_config(dict) were AttributeErrors deep inside."
+    with pytest.raises(TypeError, match='rng must be a PCG32, got int'): ModernBertForMLM(CFG, 5)
+    with pytest.raises(TypeError, match='rng must be a PCG32'): ModernBertEncoder(CFG, 'seed')
+    with pytest.raises(TypeError, match='c must be a ModernBertConfig, got dict'): hf_config({})

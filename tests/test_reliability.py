@@ -129,6 +129,10 @@ def test_resume_with_damaged_files(stopped, tmp_path):
              ('args.json', json.dumps(args | {'d_model': 'big'}), 'd_model must be int'),
              ('args.json', json.dumps(args | {'d_model': 64}), 'resume.pt does not fit the model'),
              ('args.json', json.dumps([1, 2]), 'not run settings')]
+    import io
+    ck = torch.load(io.BytesIO(pt), weights_only=False); ck['data'] = 'the corpus'
+    buf = io.BytesIO(); torch.save(ck, buf)  # a string where the data's signature belongs: an AttributeError
+    cases.append(('resume.pt', buf.getvalue(), 'resume.pt is not a bert-nb resume checkpoint (the data it started on'))
     for name, data, says in cases:
         run = tmp_path / f'run-{uuid.uuid4().hex[:6]}'; shutil.copytree(stopped, run)
         (run / name).write_bytes(data) if isinstance(data, bytes) else (run / name).write_text(data)
@@ -348,17 +352,20 @@ def prepared(corpus, tmp_path_factory) -> Path:
     assert main(['prepare', '--corpus', str(corpus), '--out', str(d), '--vocab-size', '300']) == 0
     return d
 
-def launch(cwd: Path, *args: list, timeout: float, **env) -> list[subprocess.Popen]:
-    "Two torchrun launchers on 127.0.0.1 (--nnodes 2, a process each), node i with the command line args[i]."
+def launch(cwd: Path | list[Path], *args: list, timeout: float, sizes: list = TINY[2:], **env) -> list[subprocess.Popen]:
+    """Two torchrun launchers on 127.0.0.1 (--nnodes 2, a process each), node i with the command line args[i], in
+    `cwd` (or in cwd[i]: two machines' own copies of the same paths)."""
+    cwds = cwd if isinstance(cwd, list) else [cwd] * len(args)
     port, script = free_port(), Path(__file__).parents[1] / 'bert_nb' / 'command.py'
     return [subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2', '--nproc_per_node', '1',
                               '--node_rank', str(i), '--master_addr', '127.0.0.1', '--master_port', str(port),
-                              str(script), 'train', *TINY[2:], '--timeout', str(timeout), *map(str, a)],
-                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              str(script), 'train', *sizes, '--timeout', str(timeout), *map(str, a)],
+                             cwd=cwds[i], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=dict(os.environ, OMP_NUM_THREADS='1', **env)) for i, a in enumerate(args)]
 
-def two_nodes(cwd: Path, *args: list, timeout: float = 20) -> list[subprocess.CompletedProcess]:
-    procs = launch(cwd, *args, timeout=timeout)
+def two_nodes(cwd: Path | list[Path], *args: list, timeout: float = 20, sizes: list = TINY[2:]
+              ) -> list[subprocess.CompletedProcess]:
+    procs = launch(cwd, *args, timeout=timeout, sizes=sizes)
     try: return [subprocess.CompletedProcess(p.args, p.wait(timeout=timeout + 60), *p.communicate()) for p in procs]
     finally:
         for p in procs: p.kill()
@@ -385,6 +392,23 @@ def test_nodes_agree_on_their_arguments_or_all_stop(prepared, tmp_path, node1, s
         assert r.returncode != 0 and len(ours) == 1 and says.format(host=socket.gethostname()) in ours[0], r.stderr[-3000:]
         assert 'exitcode  : 2' in r.stderr and '[rank' not in r.stderr  # no worker's traceback
     assert not (tmp_path / 'o').exists()
+
+def test_nodes_agree_on_the_init_model_or_all_stop(prepared, tmp_path):
+    """--init is read on each node from its own copy: copies that hold other weights stop every node with one line
+    (both exited 0, node 1 trained on node 0's weights, broadcast at the start)."""
+    for i in (0, 1):
+        node = tmp_path / f'node{i}'; node.mkdir(); shutil.copytree(prepared, node / 'data')
+        assert main(['train', '--data', str(node / 'data'), '--steps', '2', '--seed', str(i), '--out',
+                     str(node / 'run'), '--quiet', *TINY[2:]]) == 0  # two models of one shape, other weights
+    args = ['--data', 'data', '--steps', 4, '--init', 'run/model', '--out', 'o', '--batch-size', 8]  # sizes: --init's
+    for r in two_nodes([tmp_path / 'node0', tmp_path / 'node1'], args, args, sizes=[]):
+        ours = [l for l in r.stderr.splitlines() if l.startswith('bert-nb: ')]
+        assert r.returncode != 0 and len(ours) == 1 and 'rank 1 on' in ours[0], r.stderr[-3000:]
+        assert 'holds another --init model than rank 0' in ours[0] and '[rank' not in r.stderr
+    assert not (tmp_path / 'node0' / 'o').exists() and not (tmp_path / 'node1' / 'o').exists()
+    shutil.rmtree(tmp_path / 'node1' / 'run'); shutil.copytree(tmp_path / 'node0' / 'run', tmp_path / 'node1' / 'run')
+    assert [r.returncode for r in two_nodes([tmp_path / 'node0', tmp_path / 'node1'], args, args, timeout=60,
+                                            sizes=[])] == [0, 0]  # the same copy on each: it trains
 
 def test_a_node_that_dies_stops_the_other_with_one_line(prepared, tmp_path):
     "A worker killed mid-run: the other node's worker stops at once (a reset connection) or within --timeout."

@@ -574,6 +574,101 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'tag_loss of int16 labels': lambda: TG.tag_loss(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.int16)),
                     'load_tagger of what save_tagger wrote': lambda: TG.load_tagger(tagged)}.items():
         c[f'#47 {name}'] = lambda f=f: api(f, bad=False)
+    # #56: the loaders check a directory against its config before they build anything
+    from safetensors.torch import load_file, save_file
+    mcls = MB.save_modernbert(MB.ModernBertClassifier(menc, 2), tmp / 'modern-cls')
+    clsdir = FT.save_classifier(FT.Classifier(B.BertEncoder(B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2,
+                                n_layers=1, d_ff=32), pooler=True), 2), tmp / 'classifier', small, ['no', 'yes'])
+    def edited(src: Path, name: str, config: dict | None = None, weights: dict | None = None) -> Path:
+        "A copy of the directory `src` with its config.json's keys and its weights replaced (None: removed)."
+        out = tmp / f'edit-{name}'
+        if not out.exists():
+            shutil.copytree(src, out)
+            if config is not None:
+                cfg_ = json.loads((out / 'config.json').read_text())
+                for k, v in config.items():
+                    if v is None: cfg_.pop(k, None)
+                    else: cfg_[k] = v
+                (out / 'config.json').write_text(json.dumps(cfg_))
+            if weights is not None:
+                sd = load_file(out / 'model.safetensors')
+                save_file({k: v for k, v in (sd | weights).items() if v is not None}, out / 'model.safetensors')
+        return out
+    d, lm = mc.d_model, MB.load_modernbert
+    for name, (src, conf, w) in {
+            'vocab_size 10**13': (mdir, {'vocab_size': 10**13}, None), 'hidden_size 2**31': (mdir, {'hidden_size': 2**31}, None),
+            'vocab_size 50 M': (mdir, {'vocab_size': 50_000_000}, None),
+            '200,000 layers': (mdir, {'num_hidden_layers': 200_000, 'layer_types': None}, None),
+            'id2label of 3 names over 2 rows': (mcls, {'id2label': {'0': 'a', '1': 'b', '2': 'c'}}, None),
+            'a classifier weight (3, d) with bias (2,)': (mcls, None, {'classifier.weight': torch.zeros(3, d)}),
+            'a 2-D classifier bias': (mcls, None, {'classifier.bias': torch.zeros(2, 1)}),
+            'a resized head.dense.weight': (mdir, None, {'head.dense.weight': torch.zeros(d, d + 1)}),
+            'a resized decoder.bias': (mdir, None, {'decoder.bias': torch.zeros(7)}),
+            'an int64 word table': (mdir, None, {'model.embeddings.tok_embeddings.weight': torch.zeros(60, d).long()}),
+            'half a head': (mdir, None, {'head.norm.weight': None}),
+            'dropouts as lists': (mdir, {k: [0.1] for k in ('embedding_dropout', 'attention_dropout', 'mlp_dropout')}, None),
+            'rope_parameters a list': (mdir, {'rope_parameters': [1, 2]}, None),
+            'rope_parameters full_attention a string': (mdir, {'rope_parameters': {'full_attention': 'x'}}, None),
+            'rope_parameters flat, linear (factor 4, theta 5)':
+                (mdir, {'rope_parameters': {'rope_type': 'linear', 'factor': 4.0, 'rope_theta': 5.0}}, None),
+            'pad_token_id false': (mdir, {'pad_token_id': False}, None),
+            'layer_types a string': (mdir, {'layer_types': 'full_attention'}, None),
+            'classifier_pooling max': (mcls, {'classifier_pooling': 'max'}, None),
+            'classifier_dropout 2': (mcls, {'classifier_dropout': 2}, None)}.items():
+        c[f'#56 load_modernbert of {name}'] = lambda src=src, conf=conf, w=w, name=name: api(
+            lambda: lm(edited(src, name.replace(' ', '_').replace('/', '_'), conf, w)), seconds=20)
+    sd_t = load_file(tagged / 'model.safetensors')
+    for name, (src, conf, w) in {
+            'a weight (4, d) with bias (3,)': (tagged, None, {'classifier.weight': torch.zeros(4, 16)}),
+            'a 2-D bias': (tagged, None, {'classifier.bias': sd_t['classifier.bias'][:, None]}),
+            'int label names': (tagged, {'id2label': {'0': 1, '1': 2, '2': 3}}, None),
+            'duplicate label names': (tagged, {'id2label': {'0': 'a', '1': 'a', '2': 'b'}}, None),
+            'classifier_dropout -1': (tagged, {'classifier_dropout': -1}, None)}.items():
+        c[f'#56 load_tagger of {name}'] = lambda src=src, conf=conf, w=w, name=name: api(
+            lambda: TG.load_tagger(edited(src, 'tg-' + name.replace(' ', '_'), conf, w)), seconds=20)
+    c['#56 load_classifier of a weight (3, d) with bias (2,)'] = lambda: api(lambda: FT.load_classifier(
+        edited(clsdir, 'cls-3-2', None, {'classifier.weight': torch.zeros(3, 16)})))
+    c['#56 load_tagger of classifier_dropout null, no hidden_dropout_prob'] = lambda: api(lambda: TG.load_tagger(
+        edited(tagged, 'tg-null', {'classifier_dropout': None, 'hidden_dropout_prob': None})), bad=False)
+    from bert_nb import electra as EL
+    el = EL.Electra(cfg, rng=PCG32(0))
+    eb = torch.randint(5, 60, (2, 8)); eout = EL.electra_loss(el, eb, torch.where(eb > 30, eb, -100), eb > 0, PCG32(1))
+    narrow = EL.Electra(cfg, rng=PCG32(0)); narrow.rtd = EL.RTDHead(cfg.d_model + 1)
+    task = FT.Task('t', ['a', 'b'], [('a b', 0), ('b a', 1)], [('a', 0)], [('b', 1)], {})
+    f0 = TG.align(small, ['a', 'b'], [0, 1])
+    tok60 = W.WordPieceTokenizer.from_tokens(list(W.SPECIALS) + [f'w{i}' for i in range(55)])  # cfg's and mc's 60
+    for name, f in {'align of a dict of tags': lambda: TG.align(small, ['a', 'b'], {0: 1, 1: 0}),
+                    'align of a set of tags': lambda: TG.align(small, ['a', 'b'], {0, 1}),
+                    'TagCollator of float ids': lambda: TG.TagCollator(small, 16)([f0 | {'input_ids': [2.7, 9.7, 9.7, 3.2]}]),
+                    'TagCollator of float labels': lambda: TG.TagCollator(small, 16)([f0 | {'labels': [-100, 0.5, 1.0, -100]}]),
+                    'TagCollator of a feature with no tokens': lambda: TG.TagCollator(small, 16)([{'input_ids': []}]),
+                    'TagCollator of the id len(tok)': lambda: TG.TagCollator(small, 16)([f0 | {'input_ids': [len(small)] * 4}]),
+                    'TagCollator of a label at a padded position':
+                        lambda: TG.TagCollator(small, 16)([f0 | {'attention_mask': [1, 1, 0, 0]}]),
+                    'predict of a bare pair': lambda: FT.predict(FT.Classifier(B.BertEncoder(B.BertConfig(
+                        len(small), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32), pooler=True), 2), small, ('a', 'b')),
+                    'bag_of_words of pairs in training, texts in dev': lambda: FT.bag_of_words(
+                        small, task._replace(train=[(('a', 'b'), 0), (('b', 'a'), 1)])),
+                    'by_table({}, None)': lambda: TG.by_table({}, None),
+                    'ModernBertForMLM(cfg, 5)': lambda: MB.ModernBertForMLM(mc, 5), 'hf_config(dict)': lambda: MB.hf_config({}),
+                    'Electra(rng=5)': lambda: EL.Electra(cfg, rng=5), 'RTDHead(d=-1)': lambda: EL.RTDHead(-1),
+                    'train_electra with a batch larger than the rows': lambda: EL.train_electra(
+                        el, np.full((3, 8), 7), 1, tok60, PCG32(0), PCG32(1), batch_size=4),
+                    'rtd_stats with labels of another shape': lambda: EL.rtd_stats(eout, eb[:, :4], eb > 0),
+                    'hf_electra of a head of another width': lambda: EL.hf_electra(narrow),
+                    'majority of an empty test set': lambda: FT.majority(task._replace(test=[])),
+                    'majority of a label past the names': lambda: FT.majority(task._replace(test=[('a', 5)])),
+                    'write_dir(path, None)': lambda: F.write_dir(tmp / 'wd', None)}.items():
+        c[f'#56 {name}'] = lambda f=f: api(f)
+    for name, f in {'plot_confusion of a label with no example': lambda: FT.plot_confusion(np.array([[1, 0], [0, 0]]), ['a', 'b']),
+                    'plot_scores without baselines': lambda: FT.plot_scores(
+                        [dict(task=k, model='kjv', acc=0.5) for k in ('testament', 'section')])}.items():
+        c[f'#56 {name}'] = lambda f=f: api(f, bad=False)
+    (tmp / 'specials.txt').write_text('[CLS] [SEP] [MASK]\n' * 50)
+    c['#56 bert-nb prepare of lines of special tokens only'] = lambda: cli('prepare', '--corpus', tmp / 'specials.txt',
+                                                                          '--out', tmp / 'sp-out')
+    c['#56 bert-nb fill of a ModernBERT encoder'] = lambda: cli('fill', MB.save_modernbert(menc, tmp / 'modern-enc', tok60),
+                                                               'w1 [MASK] w2')
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:
