@@ -161,3 +161,10 @@ def test_no_checking_cell_shows_its_answer():
             s = ''.join(c['source'])
             if s.startswith('# Exercise '):
                 assert 'test_' not in s and 'assert' not in s and s.rstrip().splitlines()[-1].startswith('check('), s
+
+def test_a_rounded_answer_is_right_where_the_question_asks_for_a_share():
+    "07 Ex 2 refused 0.667, 0.6667 and 0.66667: an F1 rounded to three decimals or more is 2/3 (#57)."
+    import runpy
+    check = runpy.run_path(str(NBS / 'exercises.py'))['check']
+    for right in (2 / 3, 0.667, 0.6667, 0.66667): check('07.2', right)
+    for wrong in (0.675, 0.66, 0.6): pytest.raises(AssertionError, check, '07.2', wrong)
