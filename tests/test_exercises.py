@@ -168,3 +168,16 @@ def test_a_rounded_answer_is_right_where_the_question_asks_for_a_share():
     check = runpy.run_path(str(NBS / 'exercises.py'))['check']
     for right in (2 / 3, 0.667, 0.6667, 0.66667): check('07.2', right)
     for wrong in (0.675, 0.66, 0.6): pytest.raises(AssertionError, check, '07.2', wrong)
+
+def test_the_answer_checks_are_hidden_in_jupyter_too():
+    """The hidden cells under the worked answers hold the answers' numbers: the site drops them (`#| hide`), and
+    Jupyter shows them collapsed (`jupyter.source_hidden`, kept by settings.ini's allowed_cell_metadata_keys) (#57)."""
+    found = 0
+    for stem in ANSWERS:
+        cells = json.loads((NBS / f'{stem}.ipynb').read_text())['cells']
+        start = next((i for i, c in enumerate(cells) if '### Worked answers' in ''.join(c['source'])), len(cells))
+        for c in cells[start:]:
+            if c['cell_type'] == 'code' and ''.join(c['source']).startswith('#| hide'):
+                found += 1
+                assert c['metadata'].get('jupyter', {}).get('source_hidden') is True, (stem, ''.join(c['source'])[:60])
+    assert found >= 6
