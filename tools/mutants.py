@@ -228,6 +228,17 @@ FAULTS = [
           FAULTS6 + ['-k', 'utf8']),
     Fault('v48', "--init's vocabulary unchecked", 'command.py', 'def _check_vocab(',
           "if init and data['tok'].tokens() != init.tokens():", 'if False:', FAULTS6 + ['-k', 'checks_its_vocabulary']),
+    Fault('v49', 'rows up to the window read whole by the local layers', 'modernbert.py', 'def layout(',
+          'if longest > w + 1 else None', 'if longest > 2 * w else None', FAULTS6 + ['-k', 'past_the_reach']),
+    Fault('v50', "the tally's picked share over every position", 'command.py', 'class MaskTally:',
+          'self.shares.append(picked.sum() / max(self.eligible[-1], 1))', 'self.shares.append(picked.sum() / picked.size)',
+          FAULTS6 + ['-k', 'picked_share']),
+    Fault('v51', "a dead save's temporary directory recovered", 'files.py', 'def _recover(',
+          "if kind == 'new' and (p / 'config.json').is_file()", "if kind != 'old' and (p / 'config.json').is_file()",
+          FAULTS6 + ['-k', 'unfinished']),
+    Fault('v52', 'a load refuses while a live save is between its renames', 'files.py', 'def _read_whole(',
+          'time.sleep(0.01); continue', 'raise FileNotFoundError(f"no model directory at {dir}")',
+          FAULTS6 + ['-k', 'waits']),
 ]
 
 RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
