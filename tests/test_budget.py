@@ -226,3 +226,9 @@ def test_a_steps_run_reads_no_budget_json(data, tmp_path, monkeypatch):
         train(steps, resume=True, progress=False)
     m = json.loads((tmp_path / 's' / 'metrics.json').read_text())
     assert m['wall_s'] <= clock.t  # the run's own seconds, not 10**9
+
+def test_steps_beside_a_budget_end_the_run_when_reached_first(data, tmp_path, monkeypatch):
+    "--steps 30 with five minutes that would hold hundreds of steps: 30 steps, and the budget's time mostly unspent."
+    clock = Clock(lambda t, i: 0.5).install(monkeypatch)
+    m = budget_run(data, tmp_path / 'run', clock, steps=30)
+    assert m['steps'] == 30 and len(clock.steps) == 30 and m['used'] < 0.2

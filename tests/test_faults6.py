@@ -234,3 +234,16 @@ def test_a_load_waits_for_a_live_save_between_its_renames(tmp_path):
     try: got = _read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text()))
     finally: later.join()
     assert got == {'v': 2}
+
+def test_the_held_out_sample_spans_the_held_out_lines(corpus, tmp_path, monkeypatch):
+    """When an evaluation reads fewer rows than the held-out lines make, it reads rows spread over all of them, the
+    last included (not the first ones): against the rows cut here from held.bin, [CLS] + 6 tokens + [SEP]."""
+    import bert_nb.data as data
+    d = data.prepare_data([corpus], tmp_path / 'd', vocab_size=300, say=lambda s: None)
+    held = np.fromfile(d / 'held.bin', dtype=json.loads((d / 'meta.json').read_text())['dtype']).astype(np.int64)
+    rows = [held[i:i + 6] for i in range(0, len(held), 6)]
+    monkeypatch.setattr(data, 'HELD_ROWS', 10)
+    got = data.load_data(d, 8)['held_rows']
+    assert len(got) == 10 < len(rows)
+    assert got[0][1:1 + len(rows[0])].tolist() == rows[0].tolist()
+    assert got[-1][1:1 + len(rows[-1])].tolist() == rows[-1].tolist()  # the last held row is read too

@@ -316,6 +316,14 @@ def test_resume_with_another_number_of_processes(corpus, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     refused(cli('--resume', out), 'was trained by 2 process(es): resume it with as many (not 1)')
 
+def test_resume_with_more_processes_than_the_run_had(stopped, tmp_path):
+    "A run of one process resumed by two: refused on every rank (each would take up another rank's shard and stream)."
+    run = tmp_path / 'run'; shutil.copytree(stopped, run)
+    r = subprocess.run(torchrun('--resume', run), capture_output=True, text=True,
+                       env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
+    assert r.returncode != 0 and 'was trained by 1 process(es): resume it with as many (not 2)' in r.stderr, r.stderr[-2000:]
+    assert '[rank' not in r.stderr and not (run / 'metrics.json').exists()
+
 def test_a_frozen_rank_brings_the_run_down(corpus, tmp_path):
     """A peer stopped with SIGSTOP: the other rank gives up after --timeout (10 s), and the run ends, non-zero.
     Once that rank has exited the stopped one is continued: torchrun's SIGTERM then lands at once, where a

@@ -504,18 +504,18 @@ def cases(tmp: Path, minilm: Path) -> dict:
     c['#46 bert-nb --arch gpt'] = lambda: cli('--corpus', corpus, '--arch', 'gpt', '--out', runs / 'a-gpt', *tiny)
     c['#46 bert-nb --arch modernbert --sin-pos'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert', '--sin-pos',
                                                                '--out', runs / 'a-sin', *tiny)
-    run = ['--steps', 2, '--max-len', 16, '--batch-size', 4, '--evals', 1, '--quiet']  # --init brings the sizes
+    short = ['--steps', 2, '--max-len', 16, '--batch-size', 4, '--evals', 1, '--quiet']  # --init brings the sizes
     c['#46 bert-nb --arch modernbert --init of a BERT'] = lambda: cli('--corpus', corpus, '--arch', 'modernbert',
-                                                                      '--init', model_dir, '--out', runs / 'a-init', *run)
+                                                                      '--init', model_dir, '--out', runs / 'a-init', *short)
     c['#46 bert-nb --arch modernbert of an odd head size'] = lambda: cli(
         '--corpus', corpus, '--arch', 'modernbert', '--out', runs / 'a-odd', *tiny, '--d-model', 18, '--heads', 2)
     def modern_run():
         r = cli('--corpus', corpus, '--arch', 'modernbert', '--steps', 4, '--out', runs / 'a-ok', *tiny, bad=False)
         if r != 'correct': return r
         for args in (('eval', runs / 'a-ok'), ('fill', runs / 'a-ok', 'a b [MASK] d'),
-                     ('--corpus', corpus, '--init', runs / 'a-ok', '--out', runs / 'a-on', *run)):
+                     ('--corpus', corpus, '--init', runs / 'a-ok', '--out', runs / 'a-on', *short)):
             if (r := cli(*args, bad=False)) != 'correct': return r
-        return cli('--corpus', corpus, '--arch', 'bert', '--init', runs / 'a-ok', '--out', runs / 'a-bert', *run)
+        return cli('--corpus', corpus, '--arch', 'bert', '--init', runs / 'a-ok', '--out', runs / 'a-bert', *short)
     c['#46 bert-nb --arch modernbert, then eval, fill, --init (and --arch bert --init, refused)'] = modern_run
     # #47: token classification (chapter 07) and sentence pairs (chapter 05)
     from bert_nb import tagging as TG, finetune as FT

@@ -239,6 +239,15 @@ FAULTS = [
     Fault('v52', 'a load refuses while a live save is between its renames', 'files.py', 'def _read_whole(',
           'time.sleep(0.01); continue', 'raise FileNotFoundError(f"no model directory at {dir}")',
           FAULTS6 + ['-k', 'waits']),
+    Fault('v53', 'the held-out sample taken from the first rows', 'data.py', 'def load_data(',
+          'pick = np.unique(np.linspace(0, len(held) - 1, min(HELD_ROWS, len(held))).round().astype(np.int64))',
+          'pick = np.arange(min(HELD_ROWS, len(held)))', FAULTS6 + ['-k', 'spans']),
+    Fault('v54', 'a resume with more processes than the run had', 'command.py', 'def _restore(',
+          "len(ck['ranks']) != r.world:", "len(ck['ranks']) > r.world:",
+          ['tests/test_reliability.py', '-k', 'processes']),
+    Fault('v55', '--steps ignored beside --minutes', 'command.py', 'def _loop(',
+          'if r.step == steps or full and r.step > 0:', 'if full and r.step > 0:',
+          ['tests/test_budget.py', '-k', 'reached_first']),
 ]
 
 RNG = ['tests/test_rng.py', 'tests/test_contracts.py', 'tests/test_masking.py', 'tests/test_golden.py']
