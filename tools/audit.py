@@ -667,6 +667,10 @@ def cases(tmp: Path, minilm: Path) -> dict:
     (tmp / 'specials.txt').write_text('[CLS] [SEP] [MASK]\n' * 50)
     c['#56 bert-nb prepare of lines of special tokens only'] = lambda: cli('prepare', '--corpus', tmp / 'specials.txt',
                                                                           '--out', tmp / 'sp-out')
+    big = edited(mdir, 'cli-vocab', {'vocab_size': 10**13})
+    (big / 'vocab.txt').write_text('\n'.join(tok60.tokens()) + '\n')
+    c['#56 bert-nb fill of a ModernBERT whose config says 10**13 words'] = lambda: cli('fill', big, 'w1 [MASK] w2',
+                                                                                     seconds=60)
     c['#56 bert-nb fill of a ModernBERT encoder'] = lambda: cli('fill', MB.save_modernbert(menc, tmp / 'modern-enc', tok60),
                                                                'w1 [MASK] w2')
     return c
