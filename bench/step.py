@@ -2,7 +2,7 @@
 
   before #45     AdamW's per-tensor loop, autograd's cross-entropy at the labelled rows, glibc's default malloc
   float32        the step `bert-nb train` takes: fused AdamW, the decoder and its loss as one step
-                 (`bert_nb.speed._decoded_loss`), freed memory kept for reuse (`_keep_freed_memory`)
+                 (`bert_nb.speed.decoded_loss`), freed memory kept for reuse (`_keep_freed_memory`)
   float32, 30%   the same masking 30%: the head decodes a quarter fewer rows (#45's per-second search)
   bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16)
   bf16 SDPA      ... with attention in SDPA's bf16 kernel, not float32 (`bert_nb.speed.F32_ATTN_T`, appendix 14)

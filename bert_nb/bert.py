@@ -19,15 +19,15 @@ from .wordpiece import SPECIALS, WordPieceTokenizer
 __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'save_hf_bert', 'mlm_mask', 'special_ids',
            'mlm_batch', 'BertConfig', 'BertAttention', 'BertLayer', 'init_weights', 'BertEncoder', 'BertPooler',
            'MLMHead', 'MLMOutput', 'BertForMLM', 'hf_encoder_names', 'hf_bert_encoder_sd', 'LoadReport', 'load_hf_bert',
-           'load_bert', 'save_bert', 'save_parts', 'load_parts']
+           'load_bert', 'save_tokenizer', 'save_bert', 'save_parts', 'load_parts']
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import (_from_hf, _to_hf, _read_json, _read_safetensors, _read_bin, _read_whole,
-                           write_dir, _write_safetensors, _write_text)
-from .speed import EncoderOutput, _encode, _attend, _gelu, _labelled_rows, _decoded_loss
-from .checks import (_to_numpy, _check_int, _check_p, _check_ids, _check_special, _check_shares,
-                            _check_config, _check_embed, _check_call, _check_labels, _need)
+from .files import (_from_hf, _to_hf, read_json, read_safetensors, _read_bin, read_whole,
+                           write_dir, write_safetensors, write_utf8)
+from .speed import EncoderOutput, _encode, attend, _gelu, labelled_rows, decoded_loss
+from .checks import (_to_numpy, check_int, check_p, check_ids, _check_special, _check_shares,
+                            _check_config, _check_embed, _check_call, check_labels, check_type)
 
 # %% ../nbs/02_bert.ipynb #f92e80c4
 ACTIONS = (0.8, 0.1, 0.1)  # the default shares: show [MASK], a random id, the token itself
@@ -122,14 +122,14 @@ def _word_starts(word_ids, special: np.ndarray) -> np.ndarray:
 def mlm_mask(ids, special_mask, mask_id: int, vocab: int, p: float, rng, *, shares=ACTIONS, word_ids=None):
     """BERT's MLM masking in the fixed op order: returns `(inputs, labels)`, labels -100 where not picked.
     `shares`: what a picked position shows ([MASK], a random id, itself); `word_ids`: mask whole words."""
-    vocab = _check_int('vocab', vocab, 1, 2**32 + 1)  # below(vocab) draws from 32-bit outputs
-    mask_id = _check_int('mask_id', mask_id, 0, vocab)
-    p = _check_p(p)
+    vocab = check_int('vocab', vocab, 1, 2**32 + 1)  # below(vocab) draws from 32-bit outputs
+    mask_id = check_int('mask_id', mask_id, 0, vocab)
+    p = check_p(p)
     for m in ('uniform', 'below'):
         if not callable(getattr(rng, m, None)):
             raise TypeError(f"rng must have a {m}() method, got {type(rng).__name__}")
     shares = _check_shares(shares)
-    a = _check_ids(ids, vocab)
+    a = check_ids(ids, vocab)
     special = _check_special(special_mask, a.shape)
     if word_ids is None:
         inputs, labels = (_mask_pcg if type(rng) is PCG32 else _mask_loop)(a, special, mask_id, vocab, p, rng,
@@ -155,10 +155,10 @@ def mlm_batch(tok: WordPieceTokenizer, texts, max_len: int, p: float, rng) -> di
                         f"{type(texts).__name__}")
     if len(texts) == 0: raise ValueError("texts must not be empty")
     need = 3 if any(isinstance(t, (tuple, list)) for t in texts) else 2  # [CLS] [SEP] ([SEP])
-    max_len = _check_int('max_len', max_len, None, 2**31)  # tokenizers truncates to a 32-bit length
+    max_len = check_int('max_len', max_len, None, 2**31)  # tokenizers truncates to a 32-bit length
     if max_len < need:
         raise ValueError(f"max_len must be >= {need} to hold the special tokens, got {max_len}")
-    _check_p(p)
+    check_p(p)
     encs = tok.encode_batch(texts, max_len=max_len)
     lens = np.array([len(e.ids) for e in encs])
     ids = np.full((len(encs), lens.max()), tok.pad_id, np.int64)
@@ -279,7 +279,7 @@ class BertAttention(nn.Module):
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         "(B, T, d) -> (B, T, d); `bias` is M, additive, (B, 1, 1|T, T)."
         q, k, v = self.qkv(h).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H)
-        y = _attend(q, k, v, bias, self.dropout * self.training)  # SDPA (float32 under a CPU's bf16: app. 14)
+        y = attend(q, k, v, bias, self.dropout * self.training)  # SDPA (float32 under a CPU's bf16: app. 14)
         return self.o(y.transpose(1, 2).flatten(2))   # the heads side by side (B, T, d), then W_o
 
     def probs(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -325,7 +325,7 @@ class BertEncoder(nn.Module):
     "BERT's bidirectional encoder: embeddings, then `n_layers` post-LN layers; a pooler if asked for."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None, pooler: bool = False):
         super().__init__()
-        self.config = c = _need('config', config, BertConfig)
+        self.config = c = check_type('config', config, BertConfig)
         self.word_emb = nn.Embedding(c.vocab, c.d_model)
         self.pos_emb = nn.Embedding(c.max_len, c.d_model)
         self.type_emb = nn.Embedding(c.type_vocab, c.d_model)
@@ -383,9 +383,9 @@ class MLMHead(nn.Module):
 # %% ../nbs/02_bert.ipynb #4b42e653
 def _labelled_loss(m: nn.Module, h: torch.Tensor, labels, transformed: bool = True) -> torch.Tensor:
     "𝓛 at the labelled rows of h (B, T, d): the transform of m's head (or h is it), decoded with the loss."
-    rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], m.config.vocab))
+    rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], m.config.vocab))
     x = h.flatten(0, 1)[rows] if transformed else m.head.transform(h.flatten(0, 1)[rows])
-    return _decoded_loss(x, m.encoder.word_emb.weight, m.head.bias, labels.flatten()[rows], n)
+    return decoded_loss(x, m.encoder.word_emb.weight, m.head.bias, labels.flatten()[rows], n)
 
 # %% ../nbs/02_bert.ipynb #3cb3b5bb
 class MLMOutput(NamedTuple):
@@ -400,7 +400,7 @@ class BertForMLM(nn.Module):
     "A BertEncoder with the MLM head; the decoder is the encoder's word table."
     def __init__(self, config: BertConfig, rng: PCG32 | None = None):
         super().__init__()
-        self.config = _need('config', config, BertConfig)
+        self.config = check_type('config', config, BertConfig)
         self.encoder, self.head = BertEncoder(config, rng), MLMHead(config)
         init_weights(self.head, rng)
     def forward(self, ids: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None,
@@ -420,7 +420,7 @@ class BertForMLM(nn.Module):
                         ) -> tuple[torch.Tensor, torch.Tensor]:
         "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
         h = self.encoder(ids, token_type_ids, attn_mask)
-        rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
+        rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], self.config.vocab))
         return self.head(h.flatten(0, 1)[rows], self.encoder.word_emb.weight)[:n], labels.flatten()[rows[:n]]
     def loss(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None, attn_mask: torch.Tensor | None,
              labels: torch.Tensor) -> torch.Tensor:
@@ -600,13 +600,13 @@ def _load_ours(dir: Path, meta: dict, cls: type | None, sd: dict) -> nn.Module:
 # %% ../nbs/02_bert.ipynb #8da57837
 def _load_trainer(dir: Path, cls: type | None) -> nn.Module:
     "What `trainer.save_model` writes for a ForTrainer: its state dict, with the config in it as JSON bytes."
-    sd = _read_safetensors(dir / 'model.safetensors')
+    sd = read_safetensors(dir / 'model.safetensors')
     if 'bert_nb_config' not in sd: raise FileNotFoundError(f"no config.json at {dir / 'config.json'}")
     c = sd.pop('bert_nb_config')  # checked before it is decoded: bytes(n) of a 0-d tensor allocates n bytes
     if c.dtype != torch.uint8 or c.dim() != 1 or not 0 < c.numel() <= 1 << 16:
         raise ValueError(f"{dir / 'model.safetensors'}: bert_nb_config must be the config as JSON bytes "
                          f"(1-D uint8, at most 64 KiB), got {c.dtype} of shape {tuple(c.shape)}")
-    config = _read_json(dir / 'model.safetensors', bytes(c.tolist()))
+    config = read_json(dir / 'model.safetensors', bytes(c.tolist()))
     if not isinstance(config, dict): raise ValueError(f"{dir / 'model.safetensors'} holds no config")
     sd = {k.removeprefix('model.'): v for k, v in sd.items()}
     return _load_ours(dir, {'class': 'BertForMLM', 'config': config}, cls, sd)
@@ -616,14 +616,14 @@ def _load_dir(dir: Path, cls: type | None, strict: bool | None) -> nn.Module:
     "load_bert's reading: the directory's config and weights, as one model."
     if not (dir / 'config.json').exists() and (dir / 'model.safetensors').is_file():
         return _load_trainer(dir, cls)
-    meta = _read_json(dir / 'config.json')
+    meta = read_json(dir / 'config.json')
     if not isinstance(meta, dict): raise ValueError(f"{dir / 'config.json'} holds no config")
     if meta.get('format') == 'bert-nb':
-        return _load_ours(dir, meta, cls, _read_safetensors(dir / 'model.safetensors'))
+        return _load_ours(dir, meta, cls, read_safetensors(dir / 'model.safetensors'))
     config = BertConfig.from_hf(meta)
     weights = next((dir / f for f in ('model.safetensors', 'pytorch_model.bin') if (dir / f).is_file()), None)
     if weights is None: raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {dir}")
-    sd = (_read_safetensors if weights.suffix == '.safetensors' else _read_bin)(weights)
+    sd = (read_safetensors if weights.suffix == '.safetensors' else _read_bin)(weights)
     keys = {_hf_key(k): v for k, v in sd.items()}  # keys not BERT's: load_hf_bert refuses or drops them
     names = hf_encoder_names(_n_layers(keys))
     _check_weights(config, {ours: tuple(keys[hf].shape) for hf, ours in names.items() if hf in keys}, weights)
@@ -661,7 +661,7 @@ def load_bert(dir: str | os.PathLike, cls: type | None = None, strict: bool | No
         raise TypeError(f"pooler must be None, True or False, got {pooler!r}")
     if pooler is not None and cls is BertForMLM: raise ValueError("pooler: a BertForMLM has none")
     cls = cls or (BertEncoder if pooler is not None else None)
-    model = _read_whole(Path(dir), lambda d: _load_dir(d, cls, strict))
+    model = read_whole(Path(dir), lambda d: _load_dir(d, cls, strict))
     return model if pooler is None else _set_pooler(model, pooler)
 
 def _set_pooler(enc: BertEncoder, pooler: bool) -> BertEncoder:
@@ -682,14 +682,14 @@ from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another for
 _SPECIAL_NAMES = dict(unk_token='[UNK]', sep_token='[SEP]', pad_token='[PAD]', cls_token='[CLS]',
                       mask_token='[MASK]')
 
-def _save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int):
+def save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int) -> None:
     "vocab.txt, and what transformers' AutoTokenizer reads without guessing: our Rust pipeline, its settings."
-    tok.save(dir)
-    _write_text(dir / 'tokenizer.json', tok.tok.to_str())
+    check_type('tok', tok, WordPieceTokenizer).save(dir)
+    write_utf8(dir / 'tokenizer.json', tok.tok.to_str())
     config = dict(tokenizer_class='BertTokenizer', do_lower_case=tok.tok.normalizer.lowercase,
                   model_max_length=max_len, clean_up_tokenization_spaces=False, **_SPECIAL_NAMES)
-    _write_text(dir / 'tokenizer_config.json', json.dumps(config, indent=2) + '\n')
-    _write_text(dir / 'special_tokens_map.json', json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
+    write_utf8(dir / 'tokenizer_config.json', json.dumps(config, indent=2) + '\n')
+    write_utf8(dir / 'special_tokens_map.json', json.dumps(_SPECIAL_NAMES, indent=2) + '\n')
 
 # %% ../nbs/02_bert.ipynb #071c4b0f
 def save_bert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
@@ -701,7 +701,7 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
     "save_bert's files, checked and gathered now, written by the function returned (into a directory given)."
     if not isinstance(model, (BertEncoder, BertForMLM)):
         raise TypeError(f"model must be a BertEncoder or BertForMLM, got {type(model).__name__}")
-    if tok is not None: _need('tok', tok, WordPieceTokenizer)  # a str has a len too
+    if tok is not None: check_type('tok', tok, WordPieceTokenizer)  # a str has a len too
     mlm = isinstance(model, BertForMLM)
     enc = model.encoder if mlm else model
     if tok is not None and len(tok) != enc.config.vocab:
@@ -715,9 +715,9 @@ def _bert_files(model: nn.Module, tok: WordPieceTokenizer | None):
         'architectures': ['BertForMaskedLM' if mlm else 'BertModel'], 'tie_word_embeddings': True,
         'pad_token_id': tok.pad_id if tok is not None else 0, 'bert_nb': {'class': type(model).__name__}}
     def write(to: Path):
-        _write_safetensors(to / 'model.safetensors', sd)
-        _write_text(to / 'config.json', json.dumps(config, indent=2) + '\n')
-        if tok is not None: _save_tokenizer(tok, to, enc.config.max_len)
+        write_safetensors(to / 'model.safetensors', sd)
+        write_utf8(to / 'config.json', json.dumps(config, indent=2) + '\n')
+        if tok is not None: save_tokenizer(tok, to, enc.config.max_len)
     return write
 
 save_hf_bert = save_bert  # the name it had when bert-nb wrote another format
@@ -759,14 +759,14 @@ def save_parts(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer
                 parts={name: type(m).__name__ for name, m in parts.items()}, shared=shared)
     def write(tmp: Path):
         for name, w in writers.items(): (tmp / name).mkdir(); w(tmp / name)
-        _write_safetensors(tmp / 'heads.safetensors', heads)
-        _write_text(tmp / 'parts.json', json.dumps(meta, indent=2) + '\n')
+        write_safetensors(tmp / 'heads.safetensors', heads)
+        write_utf8(tmp / 'parts.json', json.dumps(meta, indent=2) + '\n')
     return write_dir(dir, write, owned=_saved_parts(Path(dir)))  # an earlier save's parts: replaced
 
 # %% ../nbs/02_bert.ipynb #1e022b63
 def _saved_parts(dir: Path) -> frozenset:
     "The part directories an earlier save_parts left in `dir`, by its parts.json (none if it has none)."
-    try: meta = _read_json(dir / 'parts.json')
+    try: meta = read_json(dir / 'parts.json')
     except (OSError, ValueError): return frozenset()
     parts = meta.get('parts') if isinstance(meta, dict) and meta.get('format') == 'bert-nb-parts' else None
     return frozenset(p for p in parts if isinstance(p, str) and _plain(p)) if isinstance(parts, dict) \
@@ -780,8 +780,8 @@ def _plain(name: str) -> bool:
 def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
     """Fill `model`, built as the saved one was, from a `save_parts` directory: bit for bit, its shared
     tensors still shared. A model with other parts, weights or ties is refused before any weight changes."""
-    dir = Path(dir); _need('model', model, nn.Module)
-    sd = _read_whole(dir, lambda d: _read_parts(model, d))  # one save's files, as load_bert reads
+    dir = Path(dir); check_type('model', model, nn.Module)
+    sd = read_whole(dir, lambda d: _read_parts(model, d))  # one save's files, as load_bert reads
     want = model.state_dict()
     bad = sorted(want.keys() ^ sd.keys()) + [k for k in want if k in sd and want[k].shape != sd[k].shape]
     if bad: raise ValueError(f"{dir} does not fit the model given: {bad[:4]} (missing, extra or resized)")
@@ -791,7 +791,7 @@ def load_parts(model: nn.Module, dir: str | os.PathLike) -> nn.Module:
 # %% ../nbs/02_bert.ipynb #b6c169dc
 def _read_parts(model: nn.Module, dir: Path) -> dict:
     "load_parts' reading: the state dict `dir` holds for `model`, once its parts and ties are found alike."
-    meta = _read_json(dir / 'parts.json')
+    meta = read_json(dir / 'parts.json')
     if not isinstance(meta, dict) or meta.get('format') != 'bert-nb-parts':
         raise ValueError(f"{dir / 'parts.json'} is not what save_parts writes")
     parts, shared = {name: type(m).__name__ for name, m in _parts(model).items()}, _shared(model)
@@ -802,7 +802,7 @@ def _read_parts(model: nn.Module, dir: Path) -> dict:
         odd = [ks for ks in saved if ks not in shared] + [ks for ks in shared if ks not in saved]
         raise ValueError(f"{dir}'s model shares {len(saved)} tensor(s), the model given {len(shared)}"
                          f"{f' (not alike: {odd[0]})' if odd else ''}: build it as the saved one was built")
-    sd = _read_safetensors(dir / 'heads.safetensors')
+    sd = read_safetensors(dir / 'heads.safetensors')
     for name, cls in parts.items():
         part = _load_dir(dir / name, BertForMLM if cls == 'BertForMLM' else BertEncoder, True)
         sd |= {f'{name}.{k}': v for k, v in part.state_dict().items()}

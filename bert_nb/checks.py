@@ -10,7 +10,8 @@ import torch
 from .rng import _check_int as _an_int
 
 # %% auto #0
-__all__ = []
+__all__ = ['check_int', 'check_p', 'check_ids', 'check_real', 'check_like', 'check_range', 'check_type', 'check_token_ids',
+           'check_labels']
 
 # %% ../nbs/15_checks.ipynb #bd7a7865
 def _to_numpy(x) -> np.ndarray:
@@ -23,20 +24,22 @@ def _to_numpy(x) -> np.ndarray:
     except ValueError: raise ValueError("rows of different lengths: pad them to one length first") from None
     return a.astype(np.int64) if a.size == 0 and not isinstance(x, np.ndarray) else a  # [] is no float array
 
-def _check_int(name, x, lo=None, hi=None):
+def check_int(name: str, x, lo: int | None = None, hi: int | None = None) -> int:
+    "x an int (not a bool) in [lo, hi), or an error that names `name` and the value."
     x = _an_int(name, x)  # an int, as PCG32 checks its arguments; then in [lo, hi)
     if (lo is not None and x < lo) or (hi is not None and x >= hi):
         raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}), got {x}")
     return x
 
-def _check_p(p):
+def check_p(p) -> float:
+    "A masking rate: a real number (not a bool) in [0, 1], as a float."
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"p must be a number, got {type(p).__name__} {p!r}")
     if not 0 <= p <= 1: raise ValueError(f"p must be in [0, 1], got {p}")
     return float(p)
 
 # %% ../nbs/15_checks.ipynb #44b1f39b
-def _check_ids(ids, vocab: int) -> np.ndarray:
+def check_ids(ids, vocab: int) -> np.ndarray:
     a = _to_numpy(ids)
     if a.dtype.kind not in 'iu':
         raise ValueError(f"ids must be integers, got dtype {getattr(ids, 'dtype', a.dtype)}")
@@ -65,7 +68,7 @@ def _check_shares(shares) -> tuple[float, float, float]:
                          f"got {shares!r}")
     return s
 
-def _check_real(name: str, x, lo: float = -math.inf, hi: float = math.inf, open_lo: bool = False) -> float:
+def check_real(name: str, x, lo: float = -math.inf, hi: float = math.inf, open_lo: bool = False) -> float:
     "x a finite real number (not a bool) in [lo, hi] ((lo, hi] if open_lo): the later chapters' rates."
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
@@ -78,7 +81,7 @@ def _check_real(name: str, x, lo: float = -math.inf, hi: float = math.inf, open_
 def _check_config(c):
     "Sizes are ints >= 1 (a NumPy int becomes an int: JSON saves it), heads divide d_model, rates in range."
     for f in ('vocab', 'max_len', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'type_vocab'):
-        setattr(c, f, _check_int(f, getattr(c, f), 1))
+        setattr(c, f, check_int(f, getattr(c, f), 1))
     if c.d_model % c.n_heads:
         raise ValueError(f"d_model must be a multiple of n_heads, got d_model={c.d_model}, "
                          f"n_heads={c.n_heads}")
@@ -94,7 +97,7 @@ def _check_config(c):
         c.attn_dropout = None if float(c.attn_dropout) == c.dropout else float(c.attn_dropout)
 
 # %% ../nbs/15_checks.ipynb #e3b30774
-def _check_like(name, x, ref, integer=True):
+def check_like(name: str, x, ref: torch.Tensor, integer: bool = True) -> None:
     "x is a tensor of ref's shape (ref: the ids, or (B, T) of the embeddings), integer or bool if `integer`."
     if not isinstance(x, torch.Tensor): raise ValueError(f"{name} must be a tensor, got {type(x).__name__}")
     if x.shape != ref.shape:
@@ -102,7 +105,7 @@ def _check_like(name, x, ref, integer=True):
     if integer and (x.dtype.is_floating_point or x.dtype.is_complex):
         raise ValueError(f"{name} must be an integer or bool tensor, got {x.dtype}")
 
-def _check_range(name, x, lo, hi):
+def check_range(name: str, x: torch.Tensor, lo: int, hi: int) -> None:
     "Values in [lo, hi), where that costs no device sync: a CPU tensor outside torch.compile (else: skipped)."
     if x.device.type != 'cpu' or torch.compiler.is_compiling() or not x.numel(): return
     if x.min() < lo or x.max() >= hi:
@@ -117,20 +120,20 @@ def _either(name: str, ours, theirs):
     if ours is not None: raise ValueError(f"give {name} or {_HF_ARGS[name]}, not both")
     return theirs
 
-def _need(name: str, x, cls: type):
+def check_type(name: str, x, cls: type | tuple[type, ...]):
     "x is a `cls`, or a TypeError that names the argument."
     if not isinstance(x, cls): raise TypeError(f"{name} must be a {cls.__name__}, got {type(x).__name__}")
     return x
 
 # %% ../nbs/15_checks.ipynb #e4360359
-def _check_token_ids(ids, vocab: int) -> torch.Tensor:
+def check_token_ids(ids, vocab: int) -> torch.Tensor:
     "A (B, T) batch of ids for a table of `vocab` rows, widened to int64 where narrower (BERT, ModernBERT)."
     if (not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype.is_floating_point
             or ids.dtype.is_complex or ids.dtype == torch.bool):
         raise ValueError(f"ids must be a 2-D integer tensor, got {type(ids).__name__} "
                          f"{getattr(ids, 'dtype', '')} of shape {tuple(getattr(ids, 'shape', ()))}")
     if ids.is_meta: raise ValueError("ids is a meta tensor: it holds no values")
-    _check_range('ids', ids, 0, vocab)
+    check_range('ids', ids, 0, vocab)
     return ids if ids.dtype in (torch.int32, torch.int64) else ids.long()  # what an embedding lookup takes
 
 def _check_embed(c, ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
@@ -145,12 +148,12 @@ def _check_embed(c, ids: torch.Tensor | None, token_type_ids: torch.Tensor | Non
                              f"{type(x).__name__} {getattr(x, 'dtype', '')} "
                              f"of shape {tuple(getattr(x, 'shape', ()))}")
         ref = x[..., 0]
-    else: ids = ref = _check_token_ids(ids, c.vocab)
+    else: ids = ref = check_token_ids(ids, c.vocab)
     if ref.shape[1] > c.max_len:
         raise ValueError(f"ids has T={ref.shape[1]} positions, more than max_len={c.max_len}")
     if token_type_ids is not None:
-        _check_like('token_type_ids', token_type_ids, ref)
-        _check_range('token_type_ids', token_type_ids, 0, c.type_vocab)
+        check_like('token_type_ids', token_type_ids, ref)
+        check_range('token_type_ids', token_type_ids, 0, c.type_vocab)
         token_type_ids = token_type_ids.long()
     return ids, token_type_ids
 
@@ -164,11 +167,11 @@ def _check_call(enc, ids, attn_mask, input_ids, attention_mask, output_pooled: b
                          f"of shape {tuple(getattr(attn_mask, 'shape', ()))}")  # and dtype: run_layers checks
     if attn_mask is not None:
         if attn_mask.is_meta: raise ValueError("attn_mask is a meta tensor: it holds no values")
-        if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
+        if attn_mask.dtype != torch.bool: check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
     return ids, attn_mask
 
-def _check_labels(labels, ref: torch.Tensor, vocab: int) -> torch.Tensor:
-    _check_like('labels', labels, ref)
+def check_labels(labels, ref: torch.Tensor, vocab: int) -> torch.Tensor:
+    check_like('labels', labels, ref)
     if labels.dtype == torch.bool: raise ValueError("labels must be token ids or -100, got a bool tensor")
     if labels.device.type == 'cpu' and not torch.compiler.is_compiling():  # no device sync
         bad = (labels != -100) & ((labels < 0) | (labels >= vocab))

@@ -28,7 +28,7 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer,
                               DEFAULT_CORPUS, INIT, ORDER, _world, _broadcast, _gather, _masked, _step,
                               _eval_batches, EVAL_P)
 from .data import TokenRows, prepare_data, load_data
-from .files import _read_json, _read_whole, _write_file, _write_text, _stem, _unwritable
+from .files import read_json, read_whole, _write_file, write_utf8, _stem, _unwritable
 
 # %% auto #0
 __all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
@@ -76,7 +76,7 @@ def _claim(out: Path, a: RunArgs):
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()): raise ValueError(f"{out} exists and is not empty; choose another --out")
     tmp = out.parent / f'.{_stem(out)}.args-{os.getpid()}'
-    try: _write_text(tmp, json.dumps(asdict(a), indent=2) + '\n')
+    try: write_utf8(tmp, json.dumps(asdict(a), indent=2) + '\n')
     except OSError as e:  # named as the file the user knows, not the temporary's name
         raise ValueError(f"cannot write {out / 'args.json'}: {e.strerror or e}") from None
     try: os.link(tmp, out / 'args.json')
@@ -144,7 +144,7 @@ def _modern(a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
 
 def _is_modern(d: Path) -> bool:
     "Does the model directory `d` hold a ModernBERT? Its config.json says so (transformers' model_type)."
-    meta = _read_json(d / 'config.json')
+    meta = read_json(d / 'config.json')
     return isinstance(meta, dict) and meta.get('model_type') == 'modernbert'
 
 def _init(path: str) -> nn.Module:
@@ -156,7 +156,7 @@ def _init(path: str) -> nn.Module:
             model = load_modernbert(d, ModernBertForMLM).train()
         _same_vocab(d, model)
         return model
-    return _read_whole(find_model(path), read)
+    return read_whole(find_model(path), read)
 
 # %% ../nbs/12_command.ipynb #fc521a9f
 def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
@@ -234,7 +234,7 @@ class _Budget:
 
     def record(self, spent: float):
         "budget.json: the seconds spent, so that a killed run's seconds since its checkpoint count on resume."
-        if self.beat: _write_text(self.beat, json.dumps(dict(spent=spent)) + '\n'); self.beat_t = _clock()
+        if self.beat: write_utf8(self.beat, json.dumps(dict(spent=spent)) + '\n'); self.beat_t = _clock()
 
     def tick(self) -> tuple[float, bool]:
         "Seconds spent, and whether finishing must start now: rank 0's, on every rank (they stop together)."
@@ -401,7 +401,7 @@ def _spent_before(out: Path) -> float:
     "The seconds budget.json recorded (0 if none): a killed run's training after its last checkpoint counts."
     p = out / 'budget.json'
     if not p.is_file(): return 0.0
-    d = _read_json(p)
+    d = read_json(p)
     s = d.get('spent') if isinstance(d, dict) else None
     if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < math.inf:
         raise ValueError(f"{p} does not hold the seconds a run spent: {d!r:.80}")
@@ -480,7 +480,7 @@ def _finish(r: _Run):
     if r.budget.seconds is not None:
         b = r.budget.seconds
         r.metrics.update(budget_s=b, used_s=round(used, 2), used=round(used / b, 4))
-    _write_text(r.out / 'metrics.json', json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
+    write_utf8(r.out / 'metrics.json', json.dumps(r.metrics, indent=1) + '\n')  # last: the run is whole
     _short(r, used)
     if not r.metrics['learned']:
         budget = f"The {r.a.minutes:g}-minute budget allowed {r.step} steps here. " if r.a.minutes else ''
@@ -684,7 +684,7 @@ _MODEL = {'--vocab', '--vocab-size', '--d-model', '--layers', '--heads', '--d-ff
 
 def _read_args(path: Path) -> RunArgs:
     "A run's settings from its args.json, every key and type checked."
-    d = _read_json(path)
+    d = read_json(path)
     if not isinstance(d, dict): raise ValueError(f"{path} holds a {type(d).__name__}, not run settings")
     unknown = sorted(set(d) - {f.name for f in fields(RunArgs)})
     if unknown: raise ValueError(f"{path} has unknown setting(s) {unknown}")
@@ -782,7 +782,7 @@ def _take_data(ns):
     if not (Path(ns.data) / 'meta.json').is_file():
         raise UsageError(f"--data {ns.data} is not prepared data (no meta.json): run bert-nb prepare first")
     ns.data = str(Path(ns.data).resolve())
-    meta = _read_json(Path(ns.data) / 'meta.json')  # its files are checked as they load
+    meta = read_json(Path(ns.data) / 'meta.json')  # its files are checked as they load
     ns.vocab_size = meta.get('vocab_size') if isinstance(meta, dict) else None
     if isinstance(ns.vocab_size, bool) or not isinstance(ns.vocab_size, int):
         raise UsageError(f"--data {ns.data}: its meta.json has no vocabulary size; prepare the corpus again")
@@ -912,7 +912,7 @@ def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
             raise ValueError(f"{d} holds a ModernBERT without its MLM head "
                              f"({model.load_report.initialised[0]}, ...): fill and eval need one")
         return model, _same_vocab(d, model)
-    return _read_whole(find_model(path), read)
+    return read_whole(find_model(path), read)
 
 def _eval_cmd(ns) -> int:
     model, tok = _load(ns.model_dir)

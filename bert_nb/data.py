@@ -13,9 +13,9 @@ import torch.nn as nn
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, ACTIONS, mlm_mask, special_ids
-from .checks import _check_p, _check_int, _check_shares
-from .files import (corpus_files, corpus_lines, _read_json, _like, _stem, _recover, _unwritable,
-                           _create, _write_text)
+from .checks import check_p, check_int, _check_shares
+from .files import (corpus_files, corpus_lines, read_json, _like, _stem, _recover, _unwritable,
+                           _create, write_utf8)
 from .wordpiece import word_counts, train_vocab, _vocab_size
 from .pretrain import DEFAULT_CORPUS, held_mask
 
@@ -84,10 +84,10 @@ class MLMCollator:
     With `p=0` nothing is masked and every label is -100: a plain padding collator, for fine-tuning."""
     def __init__(self, tok: WordPieceTokenizer, p: float = 0.15, *, seed: int = 0, max_len: int = 512,
                  shares=ACTIONS, whole_word: bool = False, pad_to_multiple_of: int | None = None):
-        self.tok, self.p, self.max_len = tok, _check_p(p), _check_int('max_len', max_len, 2)
-        self.seed, self.shares = _check_int('seed', seed, 0, 2**64), _check_shares(shares)
+        self.tok, self.p, self.max_len = tok, check_p(p), check_int('max_len', max_len, 2)
+        self.seed, self.shares = check_int('seed', seed, 0, 2**64), _check_shares(shares)
         self.whole_word = whole_word
-        self.multiple = _check_int('pad_to_multiple_of', pad_to_multiple_of or 1, 1)
+        self.multiple = check_int('pad_to_multiple_of', pad_to_multiple_of or 1, 1)
         self.specials = np.array(special_ids(tok))
         self.piece = np.array([t.startswith('##') for t in tok.tokens()])  # continues the word before it
 
@@ -243,7 +243,7 @@ def prepare_data(paths, out, vocab_size: int = 8192, vocab: str | os.PathLike | 
                     vocab_size=len(tok), vocab_sha256=_sha256(tmp / 'vocab.txt'), **made,
                     files=[dict(path=str(f.resolve()), bytes=f.stat().st_size, sha256=_sha256(f))
                            for f in files])
-        _write_text(tmp / 'meta.json', json.dumps(meta, indent=1) + '\n')  # last: the directory is complete
+        write_utf8(tmp / 'meta.json', json.dumps(meta, indent=1) + '\n')  # last: the directory is complete
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -327,10 +327,10 @@ def _check_data(d: Path, meta: dict, vocab: int):
 # %% ../nbs/10_data.ipynb #6f5c473b
 def load_data(path: str | os.PathLike, max_len: int) -> dict:
     "A prepared directory: its tokenizer, training rows (read as needed), a fixed held-out sample, its meta."
-    d, max_len = Path(path), _check_int('max_len', max_len, 3, 2**16 + 1)  # [CLS], a token, [SEP]
+    d, max_len = Path(path), check_int('max_len', max_len, 3, 2**16 + 1)  # [CLS], a token, [SEP]
     if not (d / 'meta.json').is_file():
         raise ValueError(f"{d} is not prepared data (no meta.json): run `bert-nb prepare --out {d}` first")
-    meta = _read_json(d / 'meta.json')
+    meta = read_json(d / 'meta.json')
     if not isinstance(meta, dict) or meta.get('format') != 'bert-nb tokens 1':
         raise ValueError(f"{d / 'meta.json'} is not the meta.json of bert-nb token files")
     signed = _meta_entry(d, meta, 'vocab_sha256', str)
@@ -377,7 +377,7 @@ class Verse(NamedTuple):
 def kjv_verses() -> list[Verse]:
     "The bundled corpus (DEFAULT_CORPUS), a Verse for each of its 31,102 lines, in order."
     with gzip.open(DEFAULT_CORPUS, 'rt', encoding='utf-8') as f: lines = f.read().splitlines()
-    books = _read_json(KJV_BOOKS)
+    books = read_json(KJV_BOOKS)
     count = lambda n: isinstance(n, int) and not isinstance(n, bool) and n >= 1
     book = lambda b: isinstance(b, list) and len(b) == 2 and isinstance(b[0], str) and isinstance(b[1], list)
     if not isinstance(books, list) or not all(book(b) and all(map(count, b[1])) for b in books):

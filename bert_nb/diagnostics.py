@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch.func import vjp, vmap
 from torch.nn.attention import sdpa_kernel, SDPBackend
 from .bert import ACTIONS, BertConfig, BertEncoder, BertForMLM, BertLayer, _word_starts, mlm_mask
-from .checks import _check_ids, _check_int, _check_real, _check_shares, _check_special, _to_numpy
+from .checks import check_ids, check_int, check_real, _check_shares, _check_special, _to_numpy
 
 # %% auto #0
 __all__ = ['SHOWN', 'shown_grid', 'mask_counts', 'mask_stats', 'mask_shares', 'share_z', 'mask_chi2', 'word_mask_stats',
@@ -40,7 +40,7 @@ def mask_counts(ids: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
 def mask_stats(ids, special_mask, mask_id: int, vocab: int, p: float, rng, n_batches: int = 200,
                shares=ACTIONS) -> dict:
     "Mask the same ids `n_batches` times from one stream: picks per batch, outcomes, picks per position."
-    ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
+    ids, special = check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
     picked_share, outcome, per_pos = [], np.zeros(3, np.int64), np.zeros(ids.shape, np.int64)
     for _ in range(n_batches):
         inputs, labels = mlm_mask(ids, special, mask_id, vocab, p, rng, shares=shares)
@@ -75,7 +75,7 @@ def mask_chi2(stats: dict) -> float:
 def word_mask_stats(ids, special_mask, word_ids, mask_id: int, vocab: int, p: float, rng, shares=ACTIONS,
                     n_batches: int = 200) -> dict:
     "Whole-word masking `n_batches` times: the share of words picked and the outcome counts of picked tokens."
-    ids, special = _check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
+    ids, special = check_ids(ids, vocab), _check_special(special_mask, np.shape(ids))
     starts = _word_starts(word_ids, special)
     outcome, picked_words = np.zeros(3, np.int64), 0
     for _ in range(n_batches):
@@ -357,8 +357,8 @@ def rounding(cfg: BertConfig, T: int, scale: float, u: float = 2**-24) -> float:
     "How far two computations of one encoder's output, of size `scale`, may differ: worst case, n u per sum."
     if not all(isinstance(getattr(cfg, k, None), int) for k in ('d_model', 'n_heads', 'n_layers', 'd_ff')):
         raise TypeError(f"cfg must be a BertConfig, got {type(cfg).__name__}")  # its sizes, duck-typed
-    T = _check_int('T', T, 1)
-    scale, u = _check_real('scale', scale, 0), _check_real('u', u, 0, 1, open_lo=True)
+    T = check_int('T', T, 1)
+    scale, u = check_real('scale', scale, 0), check_real('u', u, 0, 1, open_lo=True)
     d = cfg.d_model
     layer = d + d // cfg.n_heads + T + d + 2 * d + d + cfg.d_ff + 2 * d  # the sums along one layer
     return 2 * (cfg.n_layers + 1) * layer * u * scale  # + 1: the embeddings' LN and the head

@@ -14,7 +14,7 @@ from . import (BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTokenizer, i
                      special_ids)
 from .bert import hf_encoder_names
 from .pretrain import Batches, lr_factor, make_optimizer
-from .checks import _check_ids, _check_int, _check_p, _check_real, _need
+from .checks import check_ids, check_int, check_p, check_real, check_type
 
 # %% auto #0
 __all__ = ['SHARES', 'LAMBDA', 'SHARED', 'RTDHead', 'Electra', 'sample', 'ElectraOutput', 'electra_loss', 'rtd_stats',
@@ -29,7 +29,7 @@ class RTDHead(nn.Module):
     "Replaced-token detection, laid out as ElectraDiscriminatorPredictions: dense, GELU, one logit per token."
     def __init__(self, d: int):
         super().__init__()
-        d = _check_int('d', d, 1)
+        d = check_int('d', d, 1)
         self.dense, self.dense_prediction = nn.Linear(d, d), nn.Linear(d, 1)
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         "(B, T, d) -> (B, T) logits of 'replaced'."
@@ -41,10 +41,10 @@ class Electra(nn.Module):
     def __init__(self, config: BertConfig, gen_layers: int = 1, gen_ff: int | None = None,
                  rng: PCG32 | None = None):
         super().__init__()
-        self.config = _need('config', config, BertConfig)
-        gen_layers = _check_int('gen_layers', gen_layers, 1)
-        if rng is not None: _need('rng', rng, PCG32)
-        if gen_ff is not None: gen_ff = _check_int('gen_ff', gen_ff, 1)
+        self.config = check_type('config', config, BertConfig)
+        gen_layers = check_int('gen_layers', gen_layers, 1)
+        if rng is not None: check_type('rng', rng, PCG32)
+        if gen_ff is not None: gen_ff = check_int('gen_ff', gen_ff, 1)
         self.gen = BertForMLM(replace(config, n_layers=gen_layers, d_ff=gen_ff or config.d_ff // 2), rng)
         self.disc = BertEncoder(config, rng)
         for t in SHARED: setattr(self.disc, t, getattr(self.gen.encoder, t))  # one table, trained by both
@@ -63,7 +63,7 @@ def _check_logits(logits):
 
 def _check_step(model, inputs, labels, attn_mask, rng, lam) -> float:
     "electra_loss's: (B, T) integer tensors alike, a real token in every row, labels at real tokens only."
-    _need('model', model, Electra); _need('rng', rng, PCG32)
+    check_type('model', model, Electra); check_type('rng', rng, PCG32)
     for name, x in (('inputs', inputs), ('labels', labels), ('attn_mask', attn_mask)):
         if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype.is_floating_point or x.dtype.is_complex:
             raise ValueError(f"{name} must be a 2-D integer or bool tensor, got {type(x).__name__} "
@@ -76,29 +76,30 @@ def _check_step(model, inputs, labels, attn_mask, rng, lam) -> float:
         raise ValueError(f"attn_mask row {int(empty.nonzero()[0])} has no real token")
     if ((labels != -100) & ~real).any():
         raise ValueError("labels has a label at a padded position (attn_mask 0)")
-    return _check_real('lam', lam, 0)
+    return check_real('lam', lam, 0)
 
 # %% ../nbs/04_electra.ipynb #a0b3138e
 def _check_run(model, rows, steps, tok, rng, order, batch_size, p, lr, warmup, lam) -> tuple:
     "train_electra's: rows of the model's ids, the model's tokenizer, counts and rates in range."
-    _need('model', model, Electra); _need('tok', tok, WordPieceTokenizer); _need('rng', rng, PCG32)
-    _need('order', order, PCG32)
+    check_type('model', model, Electra); check_type('tok', tok, WordPieceTokenizer)
+    check_type('rng', rng, PCG32)
+    check_type('order', order, PCG32)
     if len(tok) != model.config.vocab:
         raise ValueError(f"tok has {len(tok):,} tokens, the model's vocab is {model.config.vocab:,}")
-    rows = _check_ids(rows, model.config.vocab)
+    rows = check_ids(rows, model.config.vocab)
     if rows.ndim != 2 or not 1 <= rows.shape[1] <= model.config.max_len or len(rows) == 0:
         raise ValueError(f"rows must be (N >= 1, T <= max_len={model.config.max_len}) ids, got {rows.shape}")
     if not isinstance(batch_size, bool) and isinstance(batch_size, int) and batch_size > len(rows):
         raise ValueError(f"batch_size must be at most the {len(rows)} rows, got {batch_size}")
-    return (rows, _check_int('steps', steps, 1), _check_int('batch_size', batch_size, 1), _check_p(p),
-            _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1),
-            _check_real('lam', lam, 0))
+    return (rows, check_int('steps', steps, 1), check_int('batch_size', batch_size, 1), check_p(p),
+            check_real('lr', lr, 0, open_lo=True), check_real('warmup', warmup, 0, 1),
+            check_real('lam', lam, 0))
 
 # %% ../nbs/04_electra.ipynb #856766ec
 def sample(logits: torch.Tensor, rng: PCG32) -> torch.Tensor:
     """One token per row of `logits` (n, V) from its softmax: `sample_categorical(softmax(row), u)` on n
     `rng.uniform()` draws in row order, for all rows at once (float64, summed left to right)."""
-    _check_logits(logits); _need('rng', rng, PCG32)
+    _check_logits(logits); check_type('rng', rng, PCG32)
     p = torch.softmax(logits.detach().double(), -1).numpy()
     cdf, u = np.cumsum(p, axis=1), rng.uniforms(len(p))
     return torch.from_numpy(np.minimum((cdf <= u[:, None]).sum(1), p.shape[1] - 1))  # the first cdf above u
@@ -135,7 +136,7 @@ def electra_loss(model: Electra, inputs: torch.Tensor, labels: torch.Tensor, att
 def rtd_stats(out: ElectraOutput, labels: torch.Tensor, attn_mask: torch.Tensor) -> dict[str, float]:
     """A step's figures: the losses; the generator's accuracy (its argmax) at the picked positions and the
     share of them its samples replaced; the discriminator's accuracy on replaced and on original tokens."""
-    _need('out', out, ElectraOutput)
+    check_type('out', out, ElectraOutput)
     for name, x in (('labels', labels), ('attn_mask', attn_mask)):
         if not isinstance(x, torch.Tensor) or x.shape != out.logits.shape:
             raise ValueError(f"{name} must be a tensor of the step's shape {tuple(out.logits.shape)}, got "
@@ -181,7 +182,7 @@ def train_electra(model: Electra, rows: np.ndarray, steps: int, tok: WordPieceTo
 def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.ndarray]:
     """ELECTRA's training in two panels: the discriminator's accuracy on replaced and on original tokens; the
     generator's accuracy and the share of picked positions it replaced. `curves`: means over `every` steps."""
-    every, keys = _check_int('every', every, 1), ('disc_replaced', 'disc_original', 'gen_acc', 'replaced')
+    every, keys = check_int('every', every, 1), ('disc_replaced', 'disc_original', 'gen_acc', 'replaced')
     if not isinstance(curves, dict) or not set(keys) <= curves.keys():
         raise ValueError(f"curves must be a dict with {list(keys)} (train_electra's), got "
                          f"{sorted(curves) if isinstance(curves, dict) else type(curves).__name__}")
@@ -205,7 +206,7 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
 # %% ../nbs/04_electra.ipynb #39e9c37a
 def hf_electra(model: Electra) -> tuple[dict, dict[str, torch.Tensor]]:
     "The discriminator with its head as transformers' ElectraForPreTraining: (config as a dict, state dict)."
-    c, disc = _need('model', model, Electra).config, model.disc.state_dict()
+    c, disc = check_type('model', model, Electra).config, model.disc.state_dict()
     head, d = model.rtd.state_dict(), c.d_model
     want = {'dense.weight': (d, d), 'dense.bias': (d,), 'dense_prediction.weight': (1, d),
             'dense_prediction.bias': (1,)}

@@ -7,9 +7,12 @@ from __future__ import annotations
 import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+_T = TypeVar('_T')
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'corpus_files', 'corpus_lines', 'write_dir']
+__all__ = ['MODEL_FILES', 'write_utf8', 'write_safetensors', 'read_json', 'read_safetensors', 'corpus_files', 'corpus_lines',
+           'write_dir', 'read_whole']
 
 # %% ../nbs/11_files.ipynb #273b58c8
 def _readable(path: Path):
@@ -48,9 +51,9 @@ def _write_file(path: Path, write: Callable):
         tmp.unlink(missing_ok=True)
         raise
 
-def _write_text(path: Path, text: str): _write_file(path, lambda f: f.write(text.encode('utf-8')))
+def write_utf8(path: Path, text: str) -> None: _write_file(path, lambda f: f.write(text.encode('utf-8')))
 
-def _write_safetensors(path: Path, tensors: dict):
+def write_safetensors(path: Path, tensors: dict) -> None:
     "safetensors' bytes through `_write_file` (its own save_file writes 0600, whatever the umask)."
     from safetensors.torch import save
     _write_file(path, lambda f: f.write(save(tensors, metadata={'format': 'pt'})))
@@ -59,7 +62,7 @@ def _write_safetensors(path: Path, tensors: dict):
 def _constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
-def _read_json(path: Path, text: bytes | None = None) -> dict:
+def read_json(path: Path, text: bytes | None = None) -> dict:
     """A JSON file's value (or that of `text`, bytes read from `path`); anything that is not strict JSON (NaN,
     Infinity), or too deep or long, is refused."""
     if text is None: _readable(path)
@@ -68,7 +71,8 @@ def _read_json(path: Path, text: bytes | None = None) -> dict:
         why = 'nested too deeply' if isinstance(e, RecursionError) else e
         raise ValueError(f"{path} is not valid JSON: {why}") from None
 
-def _read_safetensors(path: Path) -> dict:
+def read_safetensors(path: Path) -> dict:
+    "A safetensors file's tensors by name; a file that is not one (corrupt, truncated, text) is refused."
     _readable(path)
     from safetensors.torch import load_file  # here, not above: the tokenizer imports this module, not torch
     try: return load_file(path)
@@ -254,7 +258,7 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
     return dir
 
 # %% ../nbs/11_files.ipynb #bef9b1e8
-def _read_whole(dir: Path, read):
+def read_whole(dir: Path, read: Callable[[Path], _T]) -> _T:
     "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
     for _ in range(100):  # a save swapped in another model while we read: read the new one
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json, os, warnings
 from pathlib import Path
+from collections.abc import Callable
 from typing import NamedTuple
 import numpy as np
 import torch
@@ -15,15 +16,16 @@ import torch.nn.functional as F
 from . import (BertEncoder, MLMCollator, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert,
                      save_bert)
 from .bert import POOLER_NAMES, hf_encoder_names
-from .files import (_read_json, _read_safetensors, _read_whole, _write_safetensors, _write_text,
+from .files import (read_json, read_safetensors, read_whole, write_safetensors, write_utf8,
                            write_dir)
 from .pretrain import lr_factor, make_optimizer, shuffle
-from .checks import _check_int, _check_real, _need
+from .checks import check_int, check_real, check_type
 
 # %% auto #0
-__all__ = ['SECTION', 'LABELS', 'CLASSIFIER_NAMES', 'MODELS', 'Task', 'verse_task', 'Classifier', 'fine_tune', 'predict',
-           'accuracy', 'majority', 'bag_of_words', 'plot_scores', 'ClassifierForTrainer', 'LabelCollator',
-           'save_classifier', 'load_classifier', 'confusion', 'plot_confusion', 'plot_books', 'pair_task']
+__all__ = ['SECTION', 'LABELS', 'CLASSIFIER_NAMES', 'MODELS', 'Task', 'verse_task', 'Classifier', 'tune_loop', 'fine_tune',
+           'predict', 'accuracy', 'majority', 'bag_of_words', 'plot_scores', 'ClassifierForTrainer', 'LabelCollator',
+           'save_head', 'save_classifier', 'read_head', 'load_classifier', 'confusion', 'plot_confusion', 'plot_books',
+           'pair_task']
 
 # %% ../nbs/05_finetune.ipynb #10f2e983
 _BOOKS = dict(  # the 66 books by section, in order; Acts reads as history, Revelation as prophecy
@@ -81,8 +83,8 @@ class Classifier(nn.Module):
             raise ValueError("bert has no pooler: load it with load_bert(dir, BertEncoder, pooler=True)")
         if isinstance(n_labels, bool) or not isinstance(n_labels, int) or n_labels < 2:
             raise ValueError(f"n_labels must be an int >= 2, got {n_labels!r}")
-        dropout = _check_real('dropout', dropout, 0, 1)
-        if rng is not None: _need('rng', rng, PCG32)
+        dropout = check_real('dropout', dropout, 0, 1)
+        if rng is not None: check_type('rng', rng, PCG32)
         self.bert, self.dropout = bert, nn.Dropout(dropout)
         self.classifier = nn.Linear(bert.config.d_model, n_labels)
         init_weights(self.classifier, rng)
@@ -126,19 +128,21 @@ def _check_texts(texts) -> list[str]:
 
 def _check_tuning(model, tok, max_len) -> int:
     "A Classifier, its tokenizer (a token per row of its word table), and a row length it has positions for."
-    c = _need('model', model, Classifier).bert.config
-    if len(_need('tok', tok, WordPieceTokenizer)) != c.vocab:
+    c = check_type('model', model, Classifier).bert.config
+    if len(check_type('tok', tok, WordPieceTokenizer)) != c.vocab:
         raise ValueError(f"tok has {len(tok):,} tokens, the model's vocab is {c.vocab:,}")
-    return c.max_len if max_len is None else _check_int('max_len', max_len, 3, c.max_len + 1)
+    return c.max_len if max_len is None else check_int('max_len', max_len, 3, c.max_len + 1)
 
 # %% ../nbs/05_finetune.ipynb #31df2322
-def _tune(model: nn.Module, n: int, loss_of, *, epochs: int, batch_size: int, lr: float, warmup: float,
-          weight_decay: float, seed: int) -> list[float]:
+def tune_loop(model: nn.Module, n: int, loss_of: Callable[[list[int]], torch.Tensor], *, epochs: int,
+              batch_size: int, lr: float, warmup: float, weight_decay: float, seed: int) -> list[float]:
     """The fine-tuning loop, for any head: AdamW, linear warmup and decay, `n` examples in epochs shuffled by
     PCG32(seed), dropout seeded from `seed` too; `loss_of(indices)` is a batch's loss. Each step's loss."""
-    epochs, batch_size = _check_int('epochs', epochs, 1), _check_int('batch_size', batch_size, 1)
-    lr, warmup = _check_real('lr', lr, 0, open_lo=True), _check_real('warmup', warmup, 0, 1)
-    weight_decay, seed = _check_real('weight_decay', weight_decay, 0), _check_int('seed', seed, 0, 2**64)
+    check_type('model', model, nn.Module); n = check_int('n', n, 1)
+    if not callable(loss_of): raise TypeError(f"loss_of must be callable, got {type(loss_of).__name__}")
+    epochs, batch_size = check_int('epochs', epochs, 1), check_int('batch_size', batch_size, 1)
+    lr, warmup = check_real('lr', lr, 0, open_lo=True), check_real('warmup', warmup, 0, 1)
+    weight_decay, seed = check_real('weight_decay', weight_decay, 0), check_int('seed', seed, 0, 2**64)
     steps = epochs * -(-n // batch_size)
     opt = make_optimizer(model, lr, weight_decay)
     warm = max(1, round(warmup * steps))
@@ -169,7 +173,7 @@ def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str,
     def loss_of(idx) -> torch.Tensor:
         b, y = _batch(coll, [train[j] for j in idx])
         return F.cross_entropy(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), y)
-    return _tune(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+    return tune_loop(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
                  weight_decay=weight_decay, seed=seed)
 
 # %% ../nbs/05_finetune.ipynb #1be5e9df
@@ -177,7 +181,7 @@ def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str,
 def predict(model: Classifier, tok: WordPieceTokenizer, texts: list[str], batch_size: int = 256,
             max_len: int | None = None) -> torch.Tensor:
     "The logits (N, n_labels) of `texts`, in eval mode (no dropout)."
-    max_len, texts, batch_size = _check_tuning(model, tok, max_len), _check_texts(texts), _check_int(
+    max_len, texts, batch_size = _check_tuning(model, tok, max_len), _check_texts(texts), check_int(
         'batch_size', batch_size, 1)
     if not texts: return torch.zeros(0, model.classifier.out_features)
     coll, was = MLMCollator(tok, p=0.0, max_len=max_len), model.training
@@ -199,7 +203,7 @@ def accuracy(logits: torch.Tensor, pairs: list[tuple[str, int]]) -> float:
 # %% ../nbs/05_finetune.ipynb #8821eb10
 def majority(task: Task) -> float:
     "The baseline that always says the commonest label of the training set: its test accuracy."
-    _need('task', task, Task)
+    check_type('task', task, Task)
     for name in ('train', 'test'): _check_pairs(f'task.{name}', getattr(task, name), len(task.labels))
     top = np.bincount([y for _, y in task.train], minlength=len(task.labels)).argmax()
     return float(np.mean([y == top for _, y in task.test]))
@@ -207,12 +211,12 @@ def majority(task: Task) -> float:
 # %% ../nbs/05_finetune.ipynb #9959d57f
 def _check_bag(tok, task, decays) -> list[float]:
     "bag_of_words's arguments: its weights; a task of single texts or of pairs throughout (one bag for both)."
-    _need('tok', tok, WordPieceTokenizer); _need('task', task, Task)
+    check_type('tok', tok, WordPieceTokenizer); check_type('task', task, Task)
     if isinstance(decays, (str, bytes)) or not hasattr(decays, '__len__') or not len(decays):
         raise ValueError(f"decays must be a non-empty list of weights, got {decays!r:.60}")
     if len({isinstance(t, str) for s in (task.train, task.dev, task.test) for t, _ in s}) > 1:
         raise ValueError(f"task {task.name!r} mixes single texts and (text_a, text_b) pairs across its sets")
-    return [_check_real('decays[i]', w, 0) for w in decays]
+    return [check_real('decays[i]', w, 0) for w in decays]
 
 # %% ../nbs/05_finetune.ipynb #9959d580
 def bag_of_words(tok: WordPieceTokenizer, task: Task, decays=(1e-5, 1e-4, 1e-3)) -> tuple[float, float]:
@@ -273,7 +277,7 @@ class ClassifierForTrainer(nn.Module):
     "A Classifier as transformers' Trainer calls it: the collator's keys in, a dict with loss and logits out."
     def __init__(self, model: Classifier):
         super().__init__()
-        self.model = _need('model', model, Classifier)
+        self.model = check_type('model', model, Classifier)
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 text: object = None) -> dict:
@@ -306,40 +310,45 @@ def _check_names(labels, n: int) -> list[str]:
     if len(labels) != n: raise ValueError(f"labels has {len(labels)} names for {n} logits: {labels}")
     return list(labels)
 
-def _save_head(model: nn.Module, dir, tok: WordPieceTokenizer, labels: list[str], arch: str) -> Path:
+# %% ../nbs/05_finetune.ipynb #a5e0d157
+def save_head(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer, labels: list[str],
+              arch: str) -> Path:
     "The encoder (with its pooler for a sentence classifier) and `classifier.*` as transformers saves `arch`."
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, 'classifier', None), nn.Linear):
+        raise TypeError(f"model must be a classifier or a tagger, got {type(model).__name__}")
     labels, ours = _check_names(labels, model.classifier.out_features), model.state_dict()
     sd = {f'bert.{hf}': ours[f'bert.{o}'] for hf, o in hf_encoder_names(model.bert.config.n_layers).items()}
     if arch == 'BertForSequenceClassification': sd |= {f'bert.{k}': ours[f'bert.{k}'] for k in POOLER_NAMES}
     sd |= {k: ours[k] for k in CLASSIFIER_NAMES}
     def write(tmp: Path):
         save_bert(model.bert, tmp, tok)  # the tokenizer's files, the encoder's config; weights, config redone
-        _write_safetensors(tmp / 'model.safetensors', {
+        write_safetensors(tmp / 'model.safetensors', {
             k: v.detach().cpu().contiguous() for k, v in sd.items()})
         config = json.loads((tmp / 'config.json').read_text())
         config.pop('bert_nb')  # transformers' layout, not an encoder of bert-nb's
         config |= dict(architectures=[arch], classifier_dropout=model.dropout.p,
                        id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
-        _write_text(tmp / 'config.json', json.dumps(config, indent=2) + '\n')
+        write_utf8(tmp / 'config.json', json.dumps(config, indent=2) + '\n')
     return write_dir(dir, write)
 
 def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTokenizer,
                     labels: list[str]) -> Path:
     """Save as transformers saves a BertForSequenceClassification (weights, config with the labels,
     tokenizer), atomically (`write_dir`)."""
-    return _save_head(_need('model', model, Classifier), dir, tok, labels, 'BertForSequenceClassification')
+    check_type('model', model, Classifier)
+    return save_head(model, dir, tok, labels, 'BertForSequenceClassification')
 
 # %% ../nbs/05_finetune.ipynb #aa250cd8
-def _read_head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
+def read_head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
     "A saved head's encoder, `classifier.*` weights, label names and dropout, all of one save."
-    return _read_whole(dir, lambda d: _head(d, what, pooler))
+    return read_whole(dir, lambda d: _head(d, what, pooler))
 
 def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
-    "_read_head's reading; `what` names the model in errors."
+    "read_head's reading; `what` names the model in errors."
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # the classifier is dropped from the encoder's load, and read below
         bert = load_bert(dir, BertEncoder)
-    sd = _read_safetensors(dir / 'model.safetensors')
+    sd = read_safetensors(dir / 'model.safetensors')
     if (bert.pooler is None) == pooler or bert.load_report.initialised or not CLASSIFIER_NAMES <= sd.keys():
         raise ValueError(f"{dir} holds no {what} ({'pooler and ' if pooler else 'no pooler, '}"
                          "classifier.weight, .bias)")
@@ -347,7 +356,7 @@ def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[s
     if b.dim() != 1 or w.shape != (len(b), d) or not (w.dtype == b.dtype and w.dtype.is_floating_point):
         raise ValueError(f"{dir / 'model.safetensors'}: classifier.weight (n, {d}) and .bias (n,) must be of "
                          f"one float type, got {tuple(w.shape)} {w.dtype}, {tuple(b.shape)} {b.dtype}")
-    config, n = _read_json(dir / 'config.json'), len(b)
+    config, n = read_json(dir / 'config.json'), len(b)
     names = config.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}  # transformers' defaults
     if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
         raise ValueError(f"{dir / 'config.json'}: id2label must name the {n} labels 0..{n - 1}, "
@@ -356,7 +365,7 @@ def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[s
     if dropout is None: dropout = config.get('hidden_dropout_prob', 0.1)  # transformers' classifiers' rate
     try:  # what save_classifier and save_tagger refuse to write is refused when read
         labels = _check_names([names[str(i)] for i in range(n)], n)
-        if _check_real('classifier_dropout', dropout, 0, 1) == 1:
+        if check_real('classifier_dropout', dropout, 0, 1) == 1:
             raise ValueError("classifier_dropout must be < 1, got 1")
     except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: {e}") from None
     return bert, {'weight': w, 'bias': b}, labels, float(dropout)
@@ -364,7 +373,7 @@ def _head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[s
 # %% ../nbs/05_finetune.ipynb #aa250cd9
 def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
     "A classifier that save_classifier (or transformers' BertForSequenceClassification) saved; its labels."
-    bert, head, labels, dropout = _read_head(Path(dir), 'BERT sentence classifier', pooler=True)
+    bert, head, labels, dropout = read_head(Path(dir), 'BERT sentence classifier', pooler=True)
     model = Classifier(bert, len(labels), dropout)
     model.classifier.load_state_dict(head)
     return model.eval(), labels
@@ -372,7 +381,7 @@ def load_classifier(dir: str | os.PathLike) -> tuple[Classifier, list[str]]:
 # %% ../nbs/05_finetune.ipynb #6c5cf373
 def confusion(y: list[int], predicted: list[int], n: int) -> np.ndarray:
     "Counts (n, n): row the true label, column the predicted one."
-    n, (y, predicted) = _check_int('n', n, 1), (np.asarray(v) for v in (y, predicted))
+    n, (y, predicted) = check_int('n', n, 1), (np.asarray(v) for v in (y, predicted))
     for name, v in (('y', y), ('predicted', predicted)):
         if v.ndim != 1 or (v.size and (v.dtype.kind not in 'iu' or v.min() < 0 or v.max() >= n)):
             raise ValueError(f"{name} must be a list of labels in [0, {n}), got {v!r:.80}")
@@ -430,12 +439,12 @@ def pair_task(n_train: int = 4000, n_dev: int = 1000, n_test: int = 2000, seed: 
     """Pairs of verses (A, B) labelled 'next' when B follows A in the text and 'not next' when B is another
     verse of A's book. The A verses (each with a next verse in its book) drawn at random (PCG32(seed)) into
     three disjoint sets, then a fair coin for each pair from the same stream."""
-    sizes = {k: _check_int(k, n, 1) for k, n in dict(n_train=n_train, n_dev=n_dev, n_test=n_test).items()}
+    sizes = {k: check_int(k, n, 1) for k, n in dict(n_train=n_train, n_dev=n_dev, n_test=n_test).items()}
     verses = kjv_verses()
     first = [i for i in range(len(verses) - 1) if verses[i + 1].book == verses[i].book]
     if sum(sizes.values()) > len(first):
         raise ValueError(f"n_train + n_dev + n_test must be at most {len(first)}, got {sum(sizes.values())}")
-    rng = PCG32(_check_int('seed', seed, 0, 2**64))
+    rng = PCG32(check_int('seed', seed, 0, 2**64))
     start, end = {}, {}  # each book's first line and the line after its last
     for i, v in enumerate(verses): start.setdefault(v.book, i); end[v.book] = i + 1
     lines = [first[k] for k in shuffle(len(first), rng)[:sum(sizes.values())]]

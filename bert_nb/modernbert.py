@@ -12,12 +12,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from . import PCG32, LoadReport, WordPieceTokenizer, init_weights
-from .bert import _save_tokenizer
-from .files import (_read_json, _read_safetensors, _read_whole, _write_safetensors, _write_text,
+from .bert import save_tokenizer
+from .files import (read_json, read_safetensors, read_whole, write_safetensors, write_utf8,
                            write_dir)
-from .speed import _attend, _decoded_loss, _labelled_rows
-from .checks import (_check_int, _check_like, _check_labels, _check_range, _check_real,
-                            _check_token_ids, _need)
+from .speed import attend, decoded_loss, labelled_rows
+from .checks import (check_int, check_like, check_labels, check_range, check_real,
+                            check_token_ids, check_type)
 
 # %% auto #0
 __all__ = ['ModernBertConfig', 'rope_tables', 'rotate', 'GeGLU', 'band_bias', 'local_attention', 'Layout', 'grid',
@@ -51,16 +51,16 @@ class ModernBertConfig:
 def _check_modern(c: ModernBertConfig):
     "Sizes are ints >= 1, heads split the width into an even size, an even window, rates in range."
     for f in ('vocab', 'd_model', 'n_heads', 'n_layers', 'd_ff', 'window', 'global_every', 'max_len'):
-        setattr(c, f, _check_int(f, getattr(c, f), 1))
+        setattr(c, f, check_int(f, getattr(c, f), 1))
     if c.d_model % (2 * c.n_heads):
         raise ValueError(f"d_model must be n_heads times an even head size (RoPE turns pairs), got "
                          f"d_model={c.d_model}, n_heads={c.n_heads}")
     if c.window % 2: raise ValueError(f"window must be even (half on each side), got {c.window}")
-    c.pad_id = _check_int('pad_id', c.pad_id, 0, c.vocab)
+    c.pad_id = check_int('pad_id', c.pad_id, 0, c.vocab)
     for f in ('theta_global', 'theta_local'):
-        setattr(c, f, _check_real(f, getattr(c, f), 1, open_lo=True))
-    c.ln_eps = _check_real('ln_eps', c.ln_eps, 0, open_lo=True)
-    c.dropout = _check_real('dropout', c.dropout, 0, 1)
+        setattr(c, f, check_real(f, getattr(c, f), 1, open_lo=True))
+    c.ln_eps = check_real('ln_eps', c.ln_eps, 0, open_lo=True)
+    c.dropout = check_real('dropout', c.dropout, 0, 1)
     if c.dropout == 1: raise ValueError("dropout must be in [0, 1), got 1.0")
 
 # %% ../nbs/06_modernbert.ipynb #4c0c5202
@@ -70,8 +70,8 @@ def rope_tables(pos: torch.Tensor, dh: int, theta: float, dtype: torch.dtype = t
     if not isinstance(pos, torch.Tensor) or pos.dim() != 1:
         raise ValueError(f"pos must be a 1-D tensor of positions, got {type(pos).__name__} "
                          f"of shape {tuple(getattr(pos, 'shape', ()))}")
-    if _check_int('dh', dh, 2) % 2: raise ValueError(f"dh must be even (RoPE turns pairs), got {dh}")
-    theta = _check_real('theta', theta, 0, open_lo=True)
+    if check_int('dh', dh, 2) % 2: raise ValueError(f"dh must be even (RoPE turns pairs), got {dh}")
+    theta = check_real('theta', theta, 0, open_lo=True)
     omega = theta ** -(torch.arange(0, dh, 2, dtype=torch.float64, device=pos.device) / dh)
     a = pos.double()[:, None] * omega
     a = torch.cat([a, a], -1)[:, None]  # the pair (x_i, x_(i+dh/2)) turns by one angle
@@ -102,7 +102,7 @@ def band_bias(row: torch.Tensor, w: int, c: int, dtype: torch.dtype) -> torch.Te
     """A local layer's additive mask over N packed tokens (`row`: which row each is in): blocks of c queries
     read the c + 2w keys around them; 0 where the key is in the query's row and at most w away, the dtype's
     most negative number elsewhere. (nb, 1, c, c + 2w), nb = ⌈N / c⌉."""
-    w, c = _check_int('w', w, 0), _check_int('c', c, 1)
+    w, c = check_int('w', w, 0), check_int('c', c, 1)
     if not isinstance(row, torch.Tensor) or row.dim() != 1 or row.dtype.is_floating_point:
         raise ValueError(f"row must be a 1-D integer tensor, got {type(row).__name__} "
                          f"{getattr(row, 'dtype', '')} of shape {tuple(getattr(row, 'shape', ()))}")
@@ -166,7 +166,7 @@ class ModernBertAttention(nn.Module):
             return self.drop(self.Wo(y.reshape(N, d)))
         q, k, v = (grid(t, b.at, b.B, b.T).transpose(1, 2) for t in (q, k, v))  # (B, H, T, dh)
         m = None if b.pad_bias is None else b.pad_bias.to(q.dtype)
-        y = _attend(q, k, v, m, p).transpose(1, 2)  # appendix 14's: float32 for a CPU's short bf16 rows
+        y = attend(q, k, v, m, p).transpose(1, 2)  # appendix 14's: float32 for a CPU's short bf16 rows
         y = y.reshape(b.B * b.T, d) if b.at is None else y.reshape(b.B * b.T, d)[b.at]
         return self.drop(self.Wo(y))
 
@@ -186,10 +186,10 @@ class ModernBertLayer(nn.Module):
 # %% ../nbs/06_modernbert.ipynb #bb9b7496
 def _check_batch(c: ModernBertConfig, ids, attn_mask) -> torch.Tensor:
     "The ids as 02's BERT takes them (narrower integers widened); a mask of 0/1 or bools, of their shape."
-    ids = _check_token_ids(ids, c.vocab)
+    ids = check_token_ids(ids, c.vocab)
     if attn_mask is not None:
-        _check_like('attn_mask', attn_mask, ids)
-        if attn_mask.dtype != torch.bool: _check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
+        check_like('attn_mask', attn_mask, ids)
+        if attn_mask.dtype != torch.bool: check_range('attn_mask', attn_mask, 0, 2)  # 1 real, 0 padding
     return ids
 
 def layout(c: ModernBertConfig, ids: torch.Tensor, attn_mask: torch.Tensor | None,
@@ -213,8 +213,8 @@ class ModernBertEncoder(nn.Module):
     "ModernBERT: the word table and a norm, `n_layers` pre-LN layers on the real tokens only, a final norm."
     def __init__(self, config: ModernBertConfig, rng: PCG32 | None = None):
         super().__init__()
-        self.config = c = _need('config', config, ModernBertConfig)
-        if rng is not None: _need('rng', rng, PCG32)
+        self.config = c = check_type('config', config, ModernBertConfig)
+        if rng is not None: check_type('rng', rng, PCG32)
         self.tok_emb = nn.Embedding(c.vocab, c.d_model, padding_idx=c.pad_id)
         self.emb_norm, self.drop = nn.LayerNorm(c.d_model, eps=c.ln_eps, bias=False), nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(ModernBertLayer(c, i) for i in range(c.n_layers))
@@ -249,7 +249,7 @@ class ModernBertForMLM(nn.Module):
     "The encoder, the head, and the tied word table as the decoder, with a bias of its own."
     def __init__(self, config: ModernBertConfig, rng: PCG32 | None = None):
         super().__init__()
-        self.config = _need('config', config, ModernBertConfig)
+        self.config = check_type('config', config, ModernBertConfig)
         self.encoder, self.head = ModernBertEncoder(config, rng), ModernBertHead(config)
         self.bias = nn.Parameter(torch.zeros(config.vocab))
         init_weights(self.head, rng)
@@ -266,13 +266,13 @@ class ModernBertForMLM(nn.Module):
                         ) -> tuple[torch.Tensor, torch.Tensor]:
         "(logits (n_labelled, vocab), their labels (n_labelled,)): the head only where labels != -100."
         h = self.encoder(ids, attn_mask)
-        rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
+        rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], self.config.vocab))
         x = self.head(h.flatten(0, 1)[rows[:n]])
         return F.linear(x, self.encoder.tok_emb.weight, self.bias), labels.flatten()[rows[:n]]
     def _loss(self, h: torch.Tensor, labels, transformed: bool = True) -> torch.Tensor:
-        rows, n = _labelled_rows(labels := _check_labels(labels, h[..., 0], self.config.vocab))
+        rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], self.config.vocab))
         x = h.flatten(0, 1)[rows]
-        return _decoded_loss(x if transformed else self.head(x), self.encoder.tok_emb.weight, self.bias,
+        return decoded_loss(x if transformed else self.head(x), self.encoder.tok_emb.weight, self.bias,
                              labels.flatten()[rows], n)
 
 # %% ../nbs/06_modernbert.ipynb #31917e6c
@@ -283,16 +283,16 @@ class ModernBertClassifier(nn.Module):
     def __init__(self, encoder: ModernBertEncoder, labels: int | list[str], pooling: str = 'cls',
                  dropout: float = 0.0, rng: PCG32 | None = None):
         super().__init__()
-        self.encoder, c = _need('encoder', encoder, ModernBertEncoder), encoder.config
+        self.encoder, c = check_type('encoder', encoder, ModernBertEncoder), encoder.config
         if isinstance(labels, int) and not isinstance(labels, bool):  # a count: transformers' names
-            labels = [f'LABEL_{i}' for i in range(_check_int('labels', labels, 2, 1 << 20))]
+            labels = [f'LABEL_{i}' for i in range(check_int('labels', labels, 2, 1 << 20))]
         if not isinstance(labels, (list, tuple)) or len(labels) < 2 or len(set(labels)) != len(labels) \
                 or not all(isinstance(l, str) and l for l in labels):
             raise ValueError(f"labels must be a count >= 2 or distinct names, got {labels!r:.80}")
         if pooling not in ('cls', 'mean'):
             raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
-        dropout = _check_real('dropout', dropout, 0, 1)
-        if rng is not None: _need('rng', rng, PCG32)
+        dropout = check_real('dropout', dropout, 0, 1)
+        if rng is not None: check_type('rng', rng, PCG32)
         self.labels, self.pooling = list(labels), pooling
         self.head, self.drop = ModernBertHead(c), nn.Dropout(dropout)
         self.classifier = nn.Linear(c.d_model, len(labels))
@@ -333,7 +333,7 @@ def hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 # %% ../nbs/06_modernbert.ipynb #976613a8
 def hf_config(c: ModernBertConfig) -> dict:
     "The config as transformers' ModernBertConfig dict, for transformers 4 and 5 alike."
-    _need('c', c, ModernBertConfig)
+    check_type('c', c, ModernBertConfig)
     types = ['full_attention' if c.is_global(i) else 'sliding_attention' for i in range(c.n_layers)]
     rope = {t: {'rope_type': 'default', 'rope_theta': th}
             for t, th in (('full_attention', c.theta_global), ('sliding_attention', c.theta_local))}
@@ -392,7 +392,7 @@ def config_from_hf(d: dict, where: str | os.PathLike = 'config') -> ModernBertCo
     g, l = _rope(d.get('rope_parameters'), where)
     rates, pad = ('embedding_dropout', 'attention_dropout', 'mlp_dropout'), d.get('pad_token_id')
     try:
-        drops = {_check_real(k, d.get(k, 0.0), 0, 1) for k in rates}
+        drops = {check_real(k, d.get(k, 0.0), 0, 1) for k in rates}
         if len(drops) > 1: raise ValueError(f"one dropout rate for all three, got {sorted(drops)}")
         return ModernBertConfig(
             vocab=d['vocab_size'], d_model=d['hidden_size'], n_heads=d['num_attention_heads'], n_layers=n,
@@ -410,7 +410,7 @@ def save_modernbert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceToke
     `model.safetensors` in its names, and the tokenizer's files if `tok`; atomically (`write_dir`)."""
     c, name = _encoder(model).config, type(model).__name__
     if tok is not None:
-        _need('tok', tok, WordPieceTokenizer)
+        check_type('tok', tok, WordPieceTokenizer)
         if len(tok) != c.vocab or tok.pad_id != c.pad_id:
             raise ValueError(f"tok has {len(tok)} tokens and [PAD] {tok.pad_id}, the model's vocab is "
                              f"{c.vocab} and its pad_id {c.pad_id}")
@@ -423,9 +423,9 @@ def save_modernbert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceToke
         config |= dict(id2label=dict(enumerate(model.labels)), classifier_pooling=model.pooling,
                        label2id={l: i for i, l in enumerate(model.labels)}, classifier_dropout=model.drop.p)
     def write(to: Path):
-        _write_safetensors(to / 'model.safetensors', sd)
-        _write_text(to / 'config.json', json.dumps(config, indent=2) + '\n')
-        if tok is not None: _save_tokenizer(tok, to, c.max_len)
+        write_safetensors(to / 'model.safetensors', sd)
+        write_utf8(to / 'config.json', json.dumps(config, indent=2) + '\n')
+        if tok is not None: save_tokenizer(tok, to, c.max_len)
     return write_dir(dir, write)
 
 # %% ../nbs/06_modernbert.ipynb #cd06a569
@@ -451,7 +451,7 @@ def _shapes(c: ModernBertConfig, n_labels: int | None = None) -> dict[str, tuple
 def _weights(dir: Path, config: ModernBertConfig) -> dict[str, torch.Tensor]:
     "model.safetensors under ModernBertModel's names (no 'model.' in front), checked against the config."
     f, c = dir / 'model.safetensors', config
-    sd = {k.removeprefix('model.'): v for k, v in _read_safetensors(f).items()}
+    sd = {k.removeprefix('model.'): v for k, v in read_safetensors(f).items()}
     if 6 * c.n_layers + 2 > 2 * len(sd):  # first, so that the table below is never much longer than the file
         raise ValueError(f"{f} does not fit its config: n_layers={c.n_layers} has {6 * c.n_layers + 2} "
                          f"weights, the file {len(sd)}: most are missing")
@@ -487,7 +487,7 @@ def _built(cls: type, config: ModernBertConfig, meta: dict, sd: dict) -> nn.Modu
 # %% ../nbs/06_modernbert.ipynb #bc9f1436
 def _load(dir: Path, cls: type | None) -> nn.Module:
     "load_modernbert's reading of `dir`, as `cls` (None: what it holds)."
-    meta = _read_json(dir / 'config.json')
+    meta = read_json(dir / 'config.json')
     config = config_from_hf(meta, dir / 'config.json')
     if not (dir / 'model.safetensors').is_file(): raise FileNotFoundError(f"no model.safetensors in {dir}")
     sd = _weights(dir, config)
@@ -516,7 +516,7 @@ def load_modernbert(dir: str | os.PathLike, cls: type | None = None) -> nn.Modul
     if cls not in (None, ModernBertEncoder, ModernBertForMLM, ModernBertClassifier):
         raise TypeError(f"cls must be ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, "
                         f"got {cls!r}")
-    model = _read_whole(Path(dir), lambda d: _load(d, cls))  # config and weights of one save, as load_bert
+    model = read_whole(Path(dir), lambda d: _load(d, cls))  # config and weights of one save, as load_bert
     if (r := model.load_report).dropped or r.initialised:
         warnings.warn(f"loading ModernBERT weights into a {type(model).__name__}: {r}", stacklevel=2)
     return model

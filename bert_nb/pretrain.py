@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from .rng import PCG32, belows
-from .files import corpus_files, corpus_lines, _read_whole
+from .files import corpus_files, corpus_lines, read_whole
 from .wordpiece import WordPieceTokenizer
 from .bert import BertForMLM, mlm_mask, special_ids, load_bert
 from .rng import _check_int as _an_int
@@ -180,11 +180,11 @@ def _same_vocab(d: Path, model: BertForMLM) -> WordPieceTokenizer:
 
 # %% ../nbs/03_pretrain.ipynb #da36cbad
 def load_model(path: str | os.PathLike) -> tuple[BertForMLM, WordPieceTokenizer]:
-    "The BertForMLM and its tokenizer from a model or run directory, both of one save (`_read_whole`)."
+    "The BertForMLM and its tokenizer from a model or run directory, both of one save (`read_whole`)."
     def read(d: Path):
         model = load_bert(d, cls=BertForMLM)
         return model, _same_vocab(d, model)
-    return _read_whole(find_model(path), read)
+    return read_whole(find_model(path), read)
 
 def init_model(path: str | os.PathLike) -> BertForMLM:
     "The BertForMLM a run continues from (`--init`): any model directory; an MLM head it lacks starts fresh."
@@ -194,7 +194,7 @@ def init_model(path: str | os.PathLike) -> BertForMLM:
             model = load_bert(d, BertForMLM, strict=False).train()
         _same_vocab(d, model)  # the vocabulary of the save the weights came from
         return model
-    return _read_whole(find_model(path), read)
+    return read_whole(find_model(path), read)
 
 # %% ../nbs/03_pretrain.ipynb #0a6b5352
 @torch.no_grad()

@@ -9,10 +9,11 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .checks import _check_call, _check_like
+from .checks import _check_call, check_like
 
 # %% auto #0
-__all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'EncoderOutput', 'layer_times', 'plot_unpadding']
+__all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'EncoderOutput', 'labelled_rows', 'decoded_loss',
+           'attend', 'layer_times', 'plot_unpadding']
 
 # %% ../nbs/14_speed.ipynb #0ff43425
 def _gelu(x: torch.Tensor) -> torch.Tensor:
@@ -30,7 +31,7 @@ def layer_tokens(layer: nn.Module, x: torch.Tensor, bias: torch.Tensor | None, B
     flat positions `at`. `bias`: the attention's additive mask M, (B, 1, 1, T)."""
     a = layer.attn
     q, k, v = _grid(a.qkv(x), at, B, T).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H), zeros at padding
-    y = _attend(q, k, v, bias, a.dropout * a.training)
+    y = attend(q, k, v, bias, a.dropout * a.training)
     y = y.transpose(1, 2).reshape(B * T, x.shape[-1])             # sizes, not -1: B may be 0
     y = a.o(y if at is None else y[at])
     return layer.ff(layer.attn_ln(x + layer.drop(y)))
@@ -52,7 +53,7 @@ def run_layers(layers: nn.ModuleList, h: torch.Tensor, attn_mask: torch.Tensor |
     """The layers on (B, T, d) `h`, with the padding mask and its additive form M (`bias`): (the last hidden
     state, the hidden states, the attention maps: each None unless asked for)."""
     B, T, C = h.shape
-    if attn_mask is not None: _check_like('attn_mask', attn_mask, h[..., 0])
+    if attn_mask is not None: check_like('attn_mask', attn_mask, h[..., 0])
     hs, ws = [h], []
     if output_attentions:  # the explicit softmax, in the (B, T) layout
         for layer in layers:
@@ -95,8 +96,10 @@ def _encode(enc: nn.Module, bias_of, ids: torch.Tensor | None = None,
     return EncoderOutput(h, enc.pooler and enc.pooler(h), hs, ws) if output_pooled or hs or ws else h
 
 # %% ../nbs/14_speed.ipynb #2438dfc3
-def _labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
+def labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
     "(flat indices of the labelled positions, padded with row 0 to a multiple of 64; how many are real)."
+    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex():
+        raise TypeError(f"labels must be an integer tensor, got {getattr(labels, 'dtype', type(labels))}")
     at = (labels != -100).flatten().nonzero().squeeze(1)
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
 
@@ -121,8 +124,12 @@ class _DecodedLoss(torch.autograd.Function):
         d.mul_(g / max(n, 1))
         return d @ w, d.t() @ x, d.sum(0), None, None
 
-def _decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
+def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
     "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
+    shapes = [tuple(t.shape) for t in (x, w, b, y)]
+    if x.dim() != 2 or w.shape[1:] != x.shape[1:] or b.shape != w.shape[:1] or y.shape != x.shape[:1]:
+        raise ValueError(f"x, w, b, y must be (rows, d), (V, d), (V,), (rows,), got {shapes}")
+    if not 0 <= n <= len(x): raise ValueError(f"n must be in [0, {len(x)}] (the rows of x), got {n}")
     fused = x.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(x.device.type)
     if not fused or torch.compiler.is_compiling():  # autograd's path, its loss in float32 at least
         z = F.linear(x, w, b)[:n]  # every row: the padding keeps the product's shape (above)
@@ -133,9 +140,12 @@ def _decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Te
 # %% ../nbs/14_speed.ipynb #37c850b6
 F32_ATTN_T = 128  # the longest rows whose attention trains in float32 on a CPU under bf16 autocast
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
             p: float) -> torch.Tensor:
     "SDPA over (B, H, T, d/H); float32 when a CPU trains in bf16 on short rows (the bf16 backward is slow)."
+    if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(f"q, k, v must be (B, H, T, d/H) alike, got {[tuple(t.shape) for t in (q, k, v)]}")
+    if not 0 <= p < 1: raise ValueError(f"p must be in [0, 1), got {p}")
     cpu_bf16 = q.dtype == torch.bfloat16 and q.device.type == 'cpu'
     if cpu_bf16 and q.requires_grad and q.shape[-2] <= F32_ATTN_T:
         m = None if bias is None else bias.float()  # a bf16 model's mask is bf16: float32 with the rest

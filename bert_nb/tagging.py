@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from tokenizers.pre_tokenizers import BertPreTokenizer
 from . import BertEncoder, PCG32, WordPieceTokenizer, init_weights, kjv_verses, load_bert, save_bert
 from .bert import hf_encoder_names
-from .files import _read_json, _read_safetensors, _write_safetensors, _write_text, write_dir
+from .files import read_json, read_safetensors, write_safetensors, write_utf8, write_dir
 from .pretrain import shuffle
-from .checks import _check_int, _check_labels, _check_real, _need
-from .finetune import _read_head, _save_head, _tune
+from .checks import check_int, check_labels, check_real, check_type
+from .finetune import read_head, save_head, tune_loop
 
 # %% auto #0
 __all__ = ['CASES', 'IGNORE', 'TAGGERS', 'case_of', 'words_of', 'TagTask', 'truecase_task', 'align', 'windows', 'TagCollator',
@@ -57,11 +57,11 @@ class TagTask(NamedTuple):
 def truecase_task(n_train: int = 4000, n_dev: int = 1000, n_test: int = 2000, seed: int = 0) -> TagTask:
     """Verses drawn at random (PCG32(seed), as `verse_task`) into three disjoint sets; each word lower-cased,
     labelled with its case in the original (CASES, or IGNORE for a word without letters)."""
-    sizes = {k: _check_int(k, n, 1) for k, n in dict(n_train=n_train, n_dev=n_dev, n_test=n_test).items()}
+    sizes = {k: check_int(k, n, 1) for k, n in dict(n_train=n_train, n_dev=n_dev, n_test=n_test).items()}
     verses = kjv_verses()
     if sum(sizes.values()) > len(verses):
         raise ValueError(f"n_train + n_dev + n_test must be at most {len(verses)}, got {sum(sizes.values())}")
-    lines = shuffle(len(verses), PCG32(_check_int('seed', seed, 0, 2**64)))
+    lines = shuffle(len(verses), PCG32(check_int('seed', seed, 0, 2**64)))
     cut = np.cumsum([0, *sizes.values()])
     sets = {s: lines[a:b].tolist() for s, a, b in zip(('train', 'dev', 'test'), cut, cut[1:])}
     tagged = lambda i: ([w.lower() for w in words_of(verses[i].text)],
@@ -93,10 +93,10 @@ def align(tok: WordPieceTokenizer, words: list[str], tags: list[int] | None = No
     """`[CLS]` and the words' pieces and `[SEP]`: `input_ids`, `token_type_ids`, `word_ids` (-1 on the
     specials) and, with tags, `labels`: each word's tag on its first piece, -100 on its other pieces and on
     the specials. Cut to `max_len` tokens (the last pieces go, [SEP] stays) where given."""
-    words = _check_words(words, tags, _check_int('n_labels', n_labels, 1))
-    e = _need('tok', tok, WordPieceTokenizer).tok.encode(words, is_pretokenized=True)
+    words = _check_words(words, tags, check_int('n_labels', n_labels, 1))
+    e = check_type('tok', tok, WordPieceTokenizer).tok.encode(words, is_pretokenized=True)
     ids, types, wid = e.ids, e.type_ids, [-1 if w is None else w for w in e.word_ids]
-    if max_len is not None and len(ids) > _check_int('max_len', max_len, 3):
+    if max_len is not None and len(ids) > check_int('max_len', max_len, 3):
         ids, types, wid = (x[:max_len - 1] + x[-1:] for x in (ids, types, wid))
     out = dict(input_ids=ids, token_type_ids=types, word_ids=wid)
     if tags is not None:
@@ -106,7 +106,7 @@ def align(tok: WordPieceTokenizer, words: list[str], tags: list[int] | None = No
 # %% ../nbs/07_tagging.ipynb #a4870ed4
 def windows(tok: WordPieceTokenizer, words: list[str], max_len: int) -> list[tuple[int, int]]:
     "Spans (start, stop) of consecutive words whose pieces fit `max_len` tokens with [CLS] and [SEP]."
-    words, room = _check_words(words), _check_int('max_len', max_len, 3) - 2
+    words, room = _check_words(words), check_int('max_len', max_len, 3) - 2
     n = Counter(w for w in align(tok, words)['word_ids'] if w >= 0)  # pieces per word
     spans, start, used = [], 0, 0
     for i in range(len(words)):
@@ -136,8 +136,8 @@ class TagCollator:
     """Batches of (words, tags) windows, dicts `{'words', 'tags'}` or `align`'s features: `input_ids`,
     `token_type_ids`, `attention_mask` and `labels` (-100 on specials, later pieces and padding)."""
     def __init__(self, tok: WordPieceTokenizer, max_len: int, n_labels: int = len(CASES)):
-        self.tok, self.max_len = _need('tok', tok, WordPieceTokenizer), _check_int('max_len', max_len, 3)
-        self.n_labels = _check_int('n_labels', n_labels, 1)
+        self.tok, self.max_len = check_type('tok', tok, WordPieceTokenizer), check_int('max_len', max_len, 3)
+        self.n_labels = check_int('n_labels', n_labels, 1)
     def __call__(self, examples) -> dict[str, torch.Tensor]:
         if not isinstance(examples, (list, tuple)) or not examples:
             raise ValueError(f"examples must be a non-empty list, got {examples!r:.60}")
@@ -163,9 +163,9 @@ class TokenClassifier(nn.Module):
     hidden state, dropout, and a linear layer to one logit per label."""
     def __init__(self, bert: BertEncoder, n_labels: int, dropout: float = 0.1, rng: PCG32 | None = None):
         super().__init__()
-        self.bert = _need('bert', bert, BertEncoder)
-        n_labels, dropout = _check_int('n_labels', n_labels, 2), _check_real('dropout', dropout, 0, 1)
-        if rng is not None: _need('rng', rng, PCG32)
+        self.bert = check_type('bert', bert, BertEncoder)
+        n_labels, dropout = check_int('n_labels', n_labels, 2), check_real('dropout', dropout, 0, 1)
+        if rng is not None: check_type('rng', rng, PCG32)
         self.dropout, self.classifier = nn.Dropout(dropout), nn.Linear(bert.config.d_model, n_labels)
         init_weights(self.classifier, rng)
     def forward(self, ids: torch.Tensor, attn_mask: torch.Tensor | None = None,
@@ -176,10 +176,10 @@ class TokenClassifier(nn.Module):
 # %% ../nbs/07_tagging.ipynb #1a09ae08
 def _check_tagging(model, tok, max_len) -> int:
     "A TokenClassifier, its tokenizer (a token per row of its word table), a row length it has positions for."
-    c = _need('model', model, TokenClassifier).bert.config
-    if len(_need('tok', tok, WordPieceTokenizer)) != c.vocab:
+    c = check_type('model', model, TokenClassifier).bert.config
+    if len(check_type('tok', tok, WordPieceTokenizer)) != c.vocab:
         raise ValueError(f"tok has {len(tok):,} tokens, the model's vocab is {c.vocab:,}")
-    return c.max_len if max_len is None else _check_int('max_len', max_len, 3, c.max_len + 1)
+    return c.max_len if max_len is None else check_int('max_len', max_len, 3, c.max_len + 1)
 
 def _windowed(tok, examples, max_len: int, n_labels: int) -> list[tuple[list[str], list[int]]]:
     if not isinstance(examples, list) or not examples or not all(
@@ -193,7 +193,7 @@ def tag_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or not logits.dtype.is_floating_point:
         raise ValueError(f"logits must be a float (B, T, n_labels) tensor, got {type(logits).__name__} "
                          f"{getattr(logits, 'dtype', '')} of shape {tuple(getattr(logits, 'shape', ()))}")
-    labels = _check_labels(labels, logits[..., 0], logits.shape[-1])  # int64, each -100 or a label
+    labels = check_labels(labels, logits[..., 0], logits.shape[-1])  # int64, each -100 or a label
     keep = labels != IGNORE
     return F.cross_entropy(logits[keep], labels[keep], reduction='sum') / keep.sum().clamp(min=1)
 
@@ -209,7 +209,7 @@ def fine_tune_tagger(model: TokenClassifier, tok: WordPieceTokenizer, train: lis
     def loss_of(idx) -> torch.Tensor:
         b = coll([align(tok, *train[j], coll.n_labels, max_len) for j in idx])
         return tag_loss(model(b['input_ids'], b['attention_mask'], b['token_type_ids']), b['labels'])
-    return _tune(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
+    return tune_loop(model, len(train), loss_of, epochs=epochs, batch_size=batch_size, lr=lr, warmup=warmup,
                  weight_decay=weight_decay, seed=seed)
 
 # %% ../nbs/07_tagging.ipynb #1db15fd1
@@ -217,7 +217,7 @@ def fine_tune_tagger(model: TokenClassifier, tok: WordPieceTokenizer, train: lis
 def predict_tags(model: TokenClassifier, tok: WordPieceTokenizer, texts: list[list[str]],
                  batch_size: int = 256, max_len: int | None = None) -> list[list[int]]:
     "Each text's label per word (the argmax at its first piece), its windows run in eval mode (no dropout)."
-    max_len, batch_size = _check_tagging(model, tok, max_len), _check_int('batch_size', batch_size, 1)
+    max_len, batch_size = _check_tagging(model, tok, max_len), check_int('batch_size', batch_size, 1)
     if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
         raise TypeError(f"texts must be a list of word lists, got {type(texts).__name__}")
     texts = [_check_words(t) for t in texts]
@@ -250,7 +250,7 @@ def tag_scores(gold: list[list[int]], pred: list[list[int]], n_labels: int = len
                keep: list[list[bool]] | None = None) -> dict:
     """Accuracy over the words with a label (gold != -100, and `keep` where given), and each label's F1:
     {'acc', 'f1': [per label], 'n': words scored}."""
-    gold, n_labels = _check_tagged('gold', gold), _check_int('n_labels', n_labels, 1)
+    gold, n_labels = _check_tagged('gold', gold), check_int('n_labels', n_labels, 1)
     flat = np.array([g for r in gold for g in r], np.int64)
     pred = np.array([p for r in _check_tagged('pred', pred, gold) for p in r], np.int64)
     use = flat != IGNORE
@@ -364,11 +364,12 @@ def save_tagger(model: TokenClassifier, dir: str | os.PathLike, tok: WordPieceTo
                 labels: list[str] = CASES) -> Path:
     """Save as transformers saves a BertForTokenClassification (weights, config with the labels, tokenizer),
     atomically (`write_dir`)."""
-    return _save_head(_need('model', model, TokenClassifier), dir, tok, labels, 'BertForTokenClassification')
+    check_type('model', model, TokenClassifier)
+    return save_head(model, dir, tok, labels, 'BertForTokenClassification')
 
 def load_tagger(dir: str | os.PathLike) -> tuple[TokenClassifier, list[str]]:
     "A tagger that save_tagger (or transformers' BertForTokenClassification) saved; its labels."
-    bert, head, labels, dropout = _read_head(Path(dir), 'BERT token classifier', pooler=False)
+    bert, head, labels, dropout = read_head(Path(dir), 'BERT token classifier', pooler=False)
     model = TokenClassifier(bert, len(labels), dropout)
     model.classifier.load_state_dict(head)
     return model.eval(), labels
@@ -378,7 +379,7 @@ class TaggerForTrainer(nn.Module):
     "A TokenClassifier as transformers' Trainer calls it: the collator's keys in, a dict with the loss out."
     def __init__(self, model: TokenClassifier):
         super().__init__()
-        self.model = _need('model', model, TokenClassifier)
+        self.model = check_type('model', model, TokenClassifier)
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 words: object = None, tags: object = None) -> dict:

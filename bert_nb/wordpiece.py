@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-from .files import _read_json, _write_text
+from .files import read_json, write_utf8
 
 # %% auto #0
 __all__ = ['SPECIALS', 'MAX_WORD', 'WordPieceTokenizer', 'word_counts', 'merges', 'train_vocab', 'plot_merges']
@@ -66,7 +66,7 @@ def _vocab(tokens: list[str], source: str) -> dict[str, int]:
 
 def _json_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, str]:
     "(tokens, lowercase, source): the WordPiece vocabulary and lower-casing of a transformers tokenizer.json."
-    spec = _read_json(path)
+    spec = read_json(path)
     model = spec.get('model') if isinstance(spec, dict) else None
     vocab = model.get('vocab') if isinstance(model, dict) and model.get('type') == 'WordPiece' else None
     if not isinstance(vocab, dict): raise ValueError(f"{path} holds no WordPiece vocabulary")
@@ -92,7 +92,7 @@ def _read_vocab(path: Path, lowercase: bool | None) -> tuple[list[str], bool, st
     if path.is_dir():
         conf = path / 'tokenizer_config.json'
         if lowercase is None and conf.is_file():
-            c = _read_json(conf)
+            c = read_json(conf)
             if not isinstance(c, dict) or not isinstance(c.get('do_lower_case', True), bool):
                 raise ValueError(f"{conf} is not a tokenizer config (do_lower_case must be true or false)")
             lowercase = c.get('do_lower_case', True)
@@ -172,7 +172,7 @@ class WordPieceTokenizer(_WordPiece):
     def save(self, dir: str | os.PathLike) -> Path:
         "Write `dir/vocab.txt`, one token a line in id order."
         dir = Path(dir); dir.mkdir(parents=True, exist_ok=True)
-        _write_text(dir / 'vocab.txt', ''.join(t + '\n' for t in self.tokens()))
+        write_utf8(dir / 'vocab.txt', ''.join(t + '\n' for t in self.tokens()))
         return dir / 'vocab.txt'
     def __len__(self) -> int: return self.tok.get_vocab_size()
     def token_to_id(self, token: str) -> int | None: return self.tok.token_to_id(token)

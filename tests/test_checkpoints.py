@@ -214,14 +214,14 @@ def test_save_replaces_an_earlier_model_whole(tmp_path):
 def test_interrupted_save_keeps_the_previous_model(tmp_path, monkeypatch):
     old, new = random_ours(6), random_ours(7)
     save_bert(old, tmp_path / 'm')
-    real = bert._write_safetensors
+    real = bert.write_safetensors
     def half_then_crash(path, sd):
         real(path, sd)
         with open(path, 'r+b') as f: f.truncate(os.path.getsize(path) // 2)  # half a file on disk ...
         raise OSError('disk full')                                          # ... and the writer dies
-    monkeypatch.setattr(bert, '_write_safetensors', half_then_crash)
+    monkeypatch.setattr(bert, 'write_safetensors', half_then_crash)
     with pytest.raises(OSError, match='disk full'): save_bert(new, tmp_path / 'm')
-    monkeypatch.setattr(bert, '_write_safetensors', real)
+    monkeypatch.setattr(bert, 'write_safetensors', real)
     assert torch.equal(load_bert(tmp_path / 'm').head.bias, old.head.bias)
     assert sorted(os.listdir(tmp_path)) == ['m']
 

@@ -154,10 +154,10 @@ def _head_inputs(rows=64, d=8, V=50, dtype=torch.float64, seed=3):
 def test_the_decoder_and_its_loss_in_one_step_are_the_formula(n):
     """The float32/float64 step's fused decoder and loss against NumPy: the loss and the gradients of the rows, the
     word table and the bias; the rows past n (the padding to a multiple of 64) take no part, whatever their label."""
-    from bert_nb.speed import _decoded_loss
+    from bert_nb.speed import decoded_loss
     x, w, b, y = _head_inputs()
     y[n:] = -100 if n % 2 else 0  # padding rows repeat row 0: its label may be -100 or a token
-    loss = _decoded_loss(x, w, b, y, n)
+    loss = decoded_loss(x, w, b, y, n)
     gx, gw, gb = torch.autograd.grad(loss, (x, w, b))
     X, W, B, Y = x.detach().numpy()[:n], w.detach().numpy(), b.detach().numpy(), y.numpy()[:n]
     z = X @ W.T + B
@@ -170,28 +170,28 @@ def test_the_decoder_and_its_loss_in_one_step_are_the_formula(n):
 
 def test_the_fused_loss_refuses_a_second_backward():
     "Its backward turns the saved logits into the gradient in place: a second backward must fail, not read them."
-    from bert_nb.speed import _decoded_loss
+    from bert_nb.speed import decoded_loss
     x, w, b, y = _head_inputs()
-    loss = _decoded_loss(x, w, b, y, 40)
+    loss = decoded_loss(x, w, b, y, 40)
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match='inplace'): loss.backward()
 
 def test_under_autocast_the_loss_is_autograds():
     """Under bf16 autocast the decoder's product is bf16 (autocast's choice) and the loss float32: the same numbers
     as autograd's cross-entropy of those logits, and gradients in the parameters' dtype."""
-    from bert_nb.speed import _decoded_loss
+    from bert_nb.speed import decoded_loss
     x, w, b, y = _head_inputs(dtype=torch.float32)
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        loss = _decoded_loss(x, w, b, y, 40)
+        loss = decoded_loss(x, w, b, y, 40)
         want = torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b)[:40].float(), y[:40])
     assert loss.dtype == torch.float32 and loss.item() == want.item()
     assert all(g.dtype == torch.float32 for g in torch.autograd.grad(loss, (x, w, b)))
 
 def test_a_bf16_model_gets_a_float32_loss():
     "Weights in bf16 (no autocast): the loss is float32, from the bf16 logits, as for autocast's."
-    from bert_nb.speed import _decoded_loss
+    from bert_nb.speed import decoded_loss
     x, w, b, y = (t.bfloat16() if t.is_floating_point() else t for t in _head_inputs(dtype=torch.float32))
-    loss = _decoded_loss(x, w, b, y, 40)
+    loss = decoded_loss(x, w, b, y, 40)
     want = torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b)[:40].float(), y[:40])
     assert loss.dtype == torch.float32 and loss.item() == want.item()
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, load_bert, save_bert
 from bert_nb.data import prepare_data
-from bert_nb.files import _read_json, _write_text, corpus_lines
+from bert_nb.files import read_json, write_utf8, corpus_lines
 from bert_nb.pretrain import fill, load_model
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import SPECIALS, WordPieceTokenizer
@@ -81,7 +81,7 @@ def test_saving_over_a_directory_keeps_its_mode(tmp_path):
 def test_write_text_is_whole_or_nothing(tmp_path):
     "A write that fails half way (here: a character UTF-8 cannot encode) leaves the old file and no temporary."
     p = tmp_path / 'metrics.json'; p.write_text('old')
-    with pytest.raises(UnicodeEncodeError): _write_text(p, 'new \ud800')
+    with pytest.raises(UnicodeEncodeError): write_utf8(p, 'new \ud800')
     assert p.read_text() == 'old' and os.listdir(tmp_path) == ['metrics.json']
 
 # ------------------------------------------------------------------------------- what a command is given
@@ -133,7 +133,7 @@ def test_nothing_to_mask_is_refused_before_training(tmp_path):
                                        ('{"x": NaN}', 'NaN is not a JSON number')])
 def test_json_that_is_not_strict_json(text, says, tmp_path):
     p = tmp_path / 'config.json'; p.write_text(text)
-    with pytest.raises(ValueError, match=says): _read_json(p)
+    with pytest.raises(ValueError, match=says): read_json(p)
 
 def test_a_config_with_an_infinite_eps_is_refused(run, tmp_path):
     d = tmp_path / 'm'; shutil.copytree(run / 'model', d)
@@ -313,12 +313,12 @@ def test_a_save_that_lands_during_a_load_is_read_whole(tmp_path, monkeypatch, ki
     import bert_nb.finetune, bert_nb.modernbert
     (old, new), save, load = two_saves(kind)
     d = save(old, tmp_path / 'm')
-    module = bert_nb.modernbert if kind == 'modernbert' else bert_nb.finetune  # 05's _read_head reads 07's too
-    real, reads = module._read_safetensors, []
+    module = bert_nb.modernbert if kind == 'modernbert' else bert_nb.finetune  # 05's read_head reads 07's too
+    real, reads = module.read_safetensors, []
     def read_as_a_save_lands(path):
         if not reads: save(new, d)
         reads.append(path); return real(path)
-    monkeypatch.setattr(module, '_read_safetensors', read_as_a_save_lands)
+    monkeypatch.setattr(module, 'read_safetensors', read_as_a_save_lands)
     got, want = load(d).state_dict(), new.state_dict()
     assert got.keys() == want.keys() and all(torch.equal(v, want[k]) for k, v in got.items())
     assert len(reads) == 2  # the first read was of the save since replaced

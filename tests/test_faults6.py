@@ -8,7 +8,7 @@ import pytest
 import torch
 from bert_nb import KJV, BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTokenizer, kjv_verses, load_bert, mlm_mask
 from bert_nb.command import MaskTally
-from bert_nb.files import _read_whole, _recover
+from bert_nb.files import read_whole, _recover
 from bert_nb.finetune import Classifier, fine_tune, pair_task
 from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM, load_modernbert, save_modernbert
 from bert_nb.pretrain import make_optimizer
@@ -231,7 +231,7 @@ def test_a_load_waits_for_a_live_save_between_its_renames(tmp_path):
     "A live save (this process) whose new directory is not yet in place: the load waits for it, never refuses."
     new = tmp_path / f'.m.new-{os.getpid()}-abcdefgh'; new.mkdir(); (new / 'config.json').write_text('{"v": 2}')
     later = threading.Timer(0.3, lambda: os.rename(new, tmp_path / 'm')); later.start()
-    try: got = _read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text()))
+    try: got = read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text()))
     finally: later.join()
     assert got == {'v': 2}
 

@@ -70,3 +70,17 @@ def test_outputs_that_vary_say_why():
             why = src.split('#| varies:', 1)[1].splitlines()[0].split()
             assert len(why) >= 3, f'{path.name}: a varies cell without its reason: {src[:80]!r}'
             if 'CPU' in why: assert 'assert ' in src or 'test_eq(' in src, f'{path.name}: {src[:80]!r} checks nothing'
+
+LATER = ['electra', 'finetune', 'modernbert', 'tagging']  # the chapters after 03, built on the package's public names
+
+@pytest.mark.parametrize('mod', LATER)
+def test_later_chapters_import_public_names_only(mod):
+    "A later chapter's module imports no underscored name, from the package or any other module."
+    import ast
+    tree = ast.parse((NBS.parent / 'bert_nb' / f'{mod}.py').read_text())
+    private = [f'{n.module}.{a.name}' for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               for a in n.names if a.name.startswith('_')]
+    reached = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+               and n.attr.startswith('_') and not n.attr.startswith('__')
+               and isinstance(n.value, ast.Name) and n.value.id in ('bert_nb', 'files', 'checks', 'speed', 'bert')]
+    assert not private and not reached, (mod, private, reached)

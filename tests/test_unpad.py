@@ -80,13 +80,13 @@ def test_bf16_training_attention_runs_in_float32(T):
     """Training in bf16 on a CPU, rows up to F32_ATTN_T: float32 SDPA, its output rounded once to bf16 (unit roundoff
     2^-8) and float32's error besides (scores of 64 terms, sums of T: 2 gamma(64 + T) of the weighted |v|); its
     gradients are float32 SDPA's rounded to bf16 (SDPA's bf16 kernel computes others, and ~4x slower)."""
-    from bert_nb.speed import _attend
+    from bert_nb.speed import attend
     from bert_nb.bert import _attn_bias
     from tol import gamma
     g = torch.Generator().manual_seed(T)
     q, k, v = (torch.randn(3, 2, T, 64, generator=g).bfloat16().requires_grad_() for _ in range(3))
     bias = _attn_bias(torch.arange(T) < torch.tensor([[T], [max(1, T // 2)], [1]]), torch.float32)
-    y = _attend(q, k, v, bias, 0.0)
+    y = attend(q, k, v, bias, 0.0)
     exact, size = attention64(q, k, v, bias)
     assert y.dtype == torch.bfloat16
     assert ((y.double() - exact).abs() <= 2 ** -8 * exact.abs() + 2 * gamma(64 + T) * size).all()
@@ -95,11 +95,11 @@ def test_bf16_training_attention_runs_in_float32(T):
     f32 = [x.detach().float().requires_grad_() for x in (q, k, v)]
     F.scaled_dot_product_attention(*f32, attn_mask=bias).backward(up.float())
     for ours, ref in zip((q, k, v), f32): assert torch.equal(ours.grad, ref.grad.bfloat16())
-    assert torch.equal(_attend(q, k, v, bias.bfloat16(), 0.0), y)  # a model in bf16 has its mask in bf16
+    assert torch.equal(attend(q, k, v, bias.bfloat16(), 0.0), y)  # a model in bf16 has its mask in bf16
 
 def test_attention_elsewhere_is_sdpa_untouched():
     "float32 and float64, inference, and rows longer than F32_ATTN_T: SDPA as called, bit for bit (or its error)."
-    from bert_nb.speed import _attend, F32_ATTN_T
+    from bert_nb.speed import attend, F32_ATTN_T
     g = torch.Generator().manual_seed(0)
     make = lambda T, dtype, grad: [torch.randn(2, 2, T, 16, generator=g).to(dtype).requires_grad_(grad) for _ in range(3)]
     for T, dtype, grad in [(32, torch.float32, True), (32, torch.float64, True), (32, torch.bfloat16, False),
@@ -107,6 +107,6 @@ def test_attention_elsewhere_is_sdpa_untouched():
         q, k, v = make(T, dtype, grad)
         try: want = F.scaled_dot_product_attention(q, k, v)
         except RuntimeError as e:  # bf16 SDPA under ATEN_CPU_CAPABILITY=default on an AMX CPU (torch 2.13: pack_vnni2)
-            with pytest.raises(RuntimeError, match=str(e)[:40]): _attend(q, k, v, None, 0.0)
+            with pytest.raises(RuntimeError, match=str(e)[:40]): attend(q, k, v, None, 0.0)
             continue
-        assert torch.equal(_attend(q, k, v, None, 0.0), want), (T, dtype, grad)
+        assert torch.equal(attend(q, k, v, None, 0.0), want), (T, dtype, grad)

@@ -673,6 +673,46 @@ def cases(tmp: Path, minilm: Path) -> dict:
                                                                                      seconds=60)
     c['#56 bert-nb fill of a ModernBERT encoder'] = lambda: cli('fill', MB.save_modernbert(menc, tmp / 'modern-enc', tok60),
                                                                'w1 [MASK] w2')
+    # #57: the helpers the later chapters import, public now (checks, files, speed, the head's save and loop)
+    from bert_nb import checks as CK, speed as S
+    q4 = torch.zeros(1, 2, 4, 8)
+    (tmp / 'half.json').write_text('{"a": ')
+    for name, f in {'check_type of an int for a str': lambda: CK.check_type('name', 3, str),
+                    'check_int of 1.5': lambda: CK.check_int('n', 1.5), 'check_int below lo': lambda: CK.check_int('n', 0, 1),
+                    'check_p of 1.5': lambda: CK.check_p(1.5), 'check_p of True': lambda: CK.check_p(True),
+                    'check_real of nan': lambda: CK.check_real('lr', float('nan')),
+                    'check_ids of an id past the table': lambda: CK.check_ids([[1, 60]], 60),
+                    'check_like of another shape': lambda: CK.check_like('mask', torch.ones(2, 3), ids),
+                    'check_range of an id past hi': lambda: CK.check_range('ids', torch.tensor([0, 9]), 0, 9),
+                    'check_token_ids of floats': lambda: CK.check_token_ids(torch.zeros(1, 3), 60),
+                    'check_labels of a label past the table': lambda: CK.check_labels(torch.full((2, 8), 60), ids, 60),
+                    'read_json of a cut file': lambda: F.read_json(tmp / 'half.json'),
+                    'read_json of a missing file': lambda: F.read_json(tmp / 'none.json'),
+                    'read_safetensors of a text file': lambda: F.read_safetensors(tmp / 'file'),
+                    'read_whole of a missing directory': lambda: F.read_whole(tmp / 'none', lambda d: d),
+                    'write_utf8 into a missing directory': lambda: F.write_utf8(tmp / 'none' / 'x.txt', 'x'),
+                    'write_safetensors of a non-tensor': lambda: F.write_safetensors(tmp / 'w.safetensors', {'a': 1}),
+                    'save_tokenizer of a str': lambda: B.save_tokenizer('vocab', tmp / 'toks', 16),
+                    'attend of k with another shape': lambda: S.attend(q4, q4[:, :, :3], q4, None, 0.0),
+                    'attend of p 1': lambda: S.attend(q4, q4, q4, None, 1.0),
+                    'decoded_loss of y of other rows': lambda: S.decoded_loss(torch.zeros(4, 8), torch.zeros(9, 8),
+                                                                             torch.zeros(9), torch.zeros(3).long(), 3),
+                    'decoded_loss of n past the rows': lambda: S.decoded_loss(torch.zeros(4, 8), torch.zeros(9, 8),
+                                                                             torch.zeros(9), torch.zeros(4).long(), 5),
+                    'labelled_rows of float labels': lambda: S.labelled_rows(torch.zeros(2, 3)),
+                    'save_head of a str': lambda: FT.save_head('model', tmp / 'head', small, ['a', 'b'], 'BertForTokenClassification'),
+                    'read_head of a missing directory': lambda: FT.read_head(tmp / 'none', 'tagger', False),
+                    'tune_loop of n 0': lambda: FT.tune_loop(enc, 0, lambda i: torch.zeros(()), epochs=1, batch_size=1,
+                                                             lr=1e-3, warmup=0.1, weight_decay=0.0, seed=0),
+                    'tune_loop of a loss that is not callable': lambda: FT.tune_loop(enc, 2, 3, epochs=1, batch_size=1,
+                                                                                 lr=1e-3, warmup=0.1, weight_decay=0.0, seed=0)}.items():
+        c[f'#57 {name}'] = lambda f=f: api(f)
+    for name, f in {'attend of q, k, v alike': lambda: S.attend(q4, q4, q4, None, 0.0),
+                    'decoded_loss of 3 real rows of 4': lambda: S.decoded_loss(torch.zeros(4, 8), torch.zeros(9, 8),
+                                                                               torch.zeros(9), torch.zeros(4).long(), 3),
+                    'labelled_rows of no label': lambda: S.labelled_rows(torch.full((2, 3), -100)),
+                    'read_json of what write_utf8 wrote': lambda: F.write_utf8(tmp / 'ok.json', '{"a": 1}') or F.read_json(tmp / 'ok.json')}.items():
+        c[f'#57 {name}'] = lambda f=f: api(f, bad=False)
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:
