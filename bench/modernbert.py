@@ -15,7 +15,8 @@ import torch
 import transformers
 from transformers import ModernBertConfig as HFConfig, ModernBertForMaskedLM, ModernBertModel
 from transformers.masking_utils import create_bidirectional_mask, create_bidirectional_sliding_window_mask
-from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM, hf_config, hf_state_dict, layout
+from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM, layout
+from bert_nb.modernbert_files import hf_config, hf_state_dict
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer

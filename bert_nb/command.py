@@ -19,7 +19,8 @@ from tqdm import tqdm
 from .rng import PCG32
 from .wordpiece import WordPieceTokenizer
 from .bert import BertConfig, BertForMLM, special_ids, save_bert
-from .modernbert import ModernBertConfig, ModernBertForMLM, load_modernbert, save_modernbert
+from .modernbert import ModernBertConfig, ModernBertForMLM
+from .modernbert_files import load_modernbert, save_modernbert
 from .diagnostics import (mask_counts, mask_shares, plot_mask_rates, attention_reach,
                                  plot_attention_reach)
 from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, make_optimizer, lr_factor,

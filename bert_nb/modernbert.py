@@ -4,17 +4,13 @@
 
 # %% ../nbs/06_modernbert.ipynb #415c30e5
 from __future__ import annotations
-import json, math, os, warnings
+import math
 from dataclasses import dataclass, asdict
-from pathlib import Path
 from typing import NamedTuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from . import PCG32, LoadReport, WordPieceTokenizer, init_weights
-from .bert import save_tokenizer
-from .files import (read_json, read_safetensors, read_whole, write_safetensors, write_utf8,
-                           write_dir)
+from . import PCG32, init_weights
 from .speed import attend, decoded_loss, labelled_rows
 from .checks import (check_int, check_like, check_labels, check_range, check_real,
                             check_token_ids, check_type)
@@ -22,8 +18,7 @@ from .checks import (check_int, check_like, check_labels, check_range, check_rea
 # %% auto #0
 __all__ = ['ModernBertConfig', 'rope_tables', 'rotate', 'GeGLU', 'band_bias', 'local_attention', 'Layout', 'grid',
            'ModernBertAttention', 'ModernBertLayer', 'layout', 'ModernBertEncoder', 'ModernBertHead',
-           'ModernBertForMLM', 'ModernBertClassifier', 'hf_state_dict', 'hf_config', 'config_from_hf',
-           'save_modernbert', 'load_modernbert']
+           'ModernBertForMLM', 'ModernBertClassifier']
 
 # %% ../nbs/06_modernbert.ipynb #36e6cf4e
 @dataclass
@@ -304,219 +299,3 @@ class ModernBertClassifier(nn.Module):
         h = self.encoder(ids, attn_mask)  # zeros at padding: a sum over T is a sum over the real tokens
         n = h.new_tensor(ids.shape[1]) if attn_mask is None else attn_mask.sum(1, keepdim=True).to(h.dtype)
         return self.classifier(self.drop(self.head(h[:, 0] if self.pooling == 'cls' else h.sum(1) / n)))
-
-# %% ../nbs/06_modernbert.ipynb #bd92829e
-_HF_NAMES = {'tok_emb': 'embeddings.tok_embeddings', 'emb_norm': 'embeddings.norm'}  # all others: the same
-_ARCHS = {'ModernBertEncoder': 'ModernBertModel', 'ModernBertForMLM': 'ModernBertForMaskedLM',
-          'ModernBertClassifier': 'ModernBertForSequenceClassification'}
-
-def _encoder(model: nn.Module) -> ModernBertEncoder:
-    if type(model).__name__ not in _ARCHS:
-        raise TypeError(f"model must be a ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, "
-                        f"got {type(model).__name__}")
-    return model if isinstance(model, ModernBertEncoder) else model.encoder
-
-def hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    "The weights under transformers' names: ModernBertModel's for an encoder, else the task model's."
-    enc = _encoder(model)
-    pre = '' if model is enc else 'model.'
-    sd = {}
-    for k, v in enc.state_dict().items():
-        first, rest = k.split('.', 1)
-        sd[f'{pre}{_HF_NAMES.get(first, first)}.{rest}'] = v
-    if model is not enc: sd |= {f'head.{k}': v for k, v in model.head.state_dict().items()}
-    if isinstance(model, ModernBertForMLM): sd['decoder.bias'] = model.bias.data
-    if isinstance(model, ModernBertClassifier):
-        sd |= {f'classifier.{k}': v for k, v in model.classifier.state_dict().items()}
-    return sd
-
-# %% ../nbs/06_modernbert.ipynb #976613a8
-def hf_config(c: ModernBertConfig) -> dict:
-    "The config as transformers' ModernBertConfig dict, for transformers 4 and 5 alike."
-    check_type('c', c, ModernBertConfig)
-    types = ['full_attention' if c.is_global(i) else 'sliding_attention' for i in range(c.n_layers)]
-    rope = {t: {'rope_type': 'default', 'rope_theta': th}
-            for t, th in (('full_attention', c.theta_global), ('sliding_attention', c.theta_local))}
-    return dict(model_type='modernbert', vocab_size=c.vocab, hidden_size=c.d_model,
-                num_attention_heads=c.n_heads, num_hidden_layers=c.n_layers, intermediate_size=c.d_ff,
-                local_attention=c.window, global_attn_every_n_layers=c.global_every, layer_types=types,
-                rope_parameters=rope, global_rope_theta=c.theta_global, local_rope_theta=c.theta_local,
-                max_position_embeddings=c.max_len, norm_eps=c.ln_eps, embedding_dropout=c.dropout,
-                attention_dropout=c.dropout, mlp_dropout=c.dropout, pad_token_id=c.pad_id, **_MUSTS)
-
-_MUSTS = dict(hidden_activation='gelu', classifier_activation='gelu', norm_bias=False, attention_bias=False,
-              mlp_bias=False, classifier_bias=False, decoder_bias=True, tie_word_embeddings=True)
-
-# %% ../nbs/06_modernbert.ipynb #932122dc
-def _global_every(d: dict, where) -> int:
-    "Every how many layers one is global: transformers 5 writes the layers' types out, 4 the number."
-    n, types = d.get('num_hidden_layers'), d.get('layer_types')
-    if types is None: return d.get('global_attn_every_n_layers', 3)
-    if not isinstance(types, list):
-        raise ValueError(f"{where}: layer_types must be a list, got {types!r:.80}")
-    full = [i for i, t in enumerate(types) if t == 'full_attention']
-    every = full[1] if len(full) > 1 else n
-    layers = range(n) if isinstance(n, int) and len(types) == n else ()  # a list of n types, no longer
-    want = ['sliding_attention' if i % every else 'full_attention' for i in layers]
-    if types != want or not want:
-        raise ValueError(f"{where}: layer_types must make layers 0, n, 2n, ... global, got {types!r:.80}")
-    return every
-
-# %% ../nbs/06_modernbert.ipynb #a286c569
-def _rope(rope, where) -> tuple[dict, dict]:
-    """The global and local layers' RoPE settings: transformers 5 writes one dict per layer type, a flat
-    dict serves both; only plain RoPE (rope_type 'default') is built here: a scaled one is refused, not read
-    as plain."""
-    if rope is None: return {}, {}
-    if not isinstance(rope, dict):
-        raise ValueError(f"{where}: rope_parameters must be a dict, got {rope!r:.80}")
-    flat = 'rope_type' in rope or 'rope_theta' in rope
-    g, l = (rope, rope) if flat else (rope.get('full_attention') or {}, rope.get('sliding_attention') or {})
-    if not (isinstance(g, dict) and isinstance(l, dict)) or {g.get('rope_type', 'default'),
-                                                             l.get('rope_type', 'default')} != {'default'}:
-        raise ValueError(f"{where}: only plain RoPE (rope_type 'default') is built here, got {rope!r:.80}")
-    return g, l
-
-# %% ../nbs/06_modernbert.ipynb #a286c56a
-def config_from_hf(d: dict, where: str | os.PathLike = 'config') -> ModernBertConfig:
-    "A ModernBertConfig from transformers' dict; another model's, or a ModernBERT not built here, refused."
-    kind = d.get('model_type') if isinstance(d, dict) else None
-    if kind != 'modernbert':
-        raise ValueError(f"{where} holds a {kind!r} model, not ModernBERT"
-                         + (": load it with load_bert" if kind == 'bert' else ""))
-    if odd := [f"{k}={d[k]!r}" for k, want in _MUSTS.items() if d.get(k, want) != want]:
-        raise ValueError(f"{where}: this ModernBERT has {', '.join(odd)}; bert_nb's has {_MUSTS}")
-    sizes = ('vocab_size', 'hidden_size', 'num_attention_heads', 'num_hidden_layers', 'intermediate_size')
-    if missing := [k for k in sizes if k not in d]: raise ValueError(f"{where} lacks {missing}")
-    n, every = d['num_hidden_layers'], _global_every(d, where)
-    g, l = _rope(d.get('rope_parameters'), where)
-    rates, pad = ('embedding_dropout', 'attention_dropout', 'mlp_dropout'), d.get('pad_token_id')
-    try:
-        drops = {check_real(k, d.get(k, 0.0), 0, 1) for k in rates}
-        if len(drops) > 1: raise ValueError(f"one dropout rate for all three, got {sorted(drops)}")
-        return ModernBertConfig(
-            vocab=d['vocab_size'], d_model=d['hidden_size'], n_heads=d['num_attention_heads'], n_layers=n,
-            d_ff=d['intermediate_size'], window=d.get('local_attention', 128), global_every=every,
-            theta_global=g.get('rope_theta', d.get('global_rope_theta', 160_000.0)),
-            theta_local=l.get('rope_theta', d.get('local_rope_theta', 10_000.0)),
-            max_len=d.get('max_position_embeddings', 8192), dropout=drops.pop(),
-            ln_eps=d.get('norm_eps', 1e-5), pad_id=0 if pad is None else pad)
-    except (TypeError, ValueError) as e: raise ValueError(f"{where}: bad config: {e}") from None
-
-# %% ../nbs/06_modernbert.ipynb #e68ad546
-def save_modernbert(model: nn.Module, dir: str | os.PathLike, tok: WordPieceTokenizer | None = None) -> Path:
-    """Write `dir` as transformers lays out ModernBertModel, ModernBertForMaskedLM or
-    ModernBertForSequenceClassification (our encoder, MLM model, classifier): `config.json`,
-    `model.safetensors` in its names, and the tokenizer's files if `tok`; atomically (`write_dir`)."""
-    c, name = _encoder(model).config, type(model).__name__
-    if tok is not None:
-        check_type('tok', tok, WordPieceTokenizer)
-        if len(tok) != c.vocab or tok.pad_id != c.pad_id:
-            raise ValueError(f"tok has {len(tok)} tokens and [PAD] {tok.pad_id}, the model's vocab is "
-                             f"{c.vocab} and its pad_id {c.pad_id}")
-    sd = {k: v.detach().cpu().contiguous() for k, v in hf_state_dict(model).items()}
-    config = hf_config(c) | {'architectures': [_ARCHS[name]], 'bert_nb': {'class': name}}
-    if tok is not None:
-        config |= dict(cls_token_id=tok.cls_id, sep_token_id=tok.sep_id, bos_token_id=tok.cls_id,
-                       eos_token_id=tok.sep_id)
-    if isinstance(model, ModernBertClassifier):
-        config |= dict(id2label=dict(enumerate(model.labels)), classifier_pooling=model.pooling,
-                       label2id={l: i for i, l in enumerate(model.labels)}, classifier_dropout=model.drop.p)
-    def write(to: Path):
-        write_safetensors(to / 'model.safetensors', sd)
-        write_utf8(to / 'config.json', json.dumps(config, indent=2) + '\n')
-        if tok is not None: save_tokenizer(tok, to, c.max_len)
-    return write_dir(dir, write)
-
-# %% ../nbs/06_modernbert.ipynb #cd06a569
-_TASK = ('head.dense.weight', 'head.norm.weight', 'decoder.weight', 'decoder.bias', 'classifier.weight',
-         'classifier.bias')  # the weights beside the encoder's in transformers' task models
-
-def _shapes(c: ModernBertConfig, n_labels: int | None = None) -> dict[str, tuple[int, ...]]:
-    """The weights under ModernBertModel's names with their shapes, from the config alone: a load
-    compares them with the file before it builds anything (a config that says 10**13 words or 200,000
-    layers is refused, not allocated). The task weights follow them; a classifier's rows are `n_labels`."""
-    d = c.d_model
-    out = {'embeddings.tok_embeddings.weight': (c.vocab, d), 'embeddings.norm.weight': (d,)}
-    for i in range(c.n_layers):
-        out |= {f'layers.{i}.attn_norm.weight': (d,)} if i else {}  # layer 0's is the identity: no weight
-        out |= {f'layers.{i}.attn.Wqkv.weight': (3 * d, d), f'layers.{i}.attn.Wo.weight': (d, d),
-                f'layers.{i}.mlp_norm.weight': (d,), f'layers.{i}.mlp.Wi.weight': (2 * c.d_ff, d),
-                f'layers.{i}.mlp.Wo.weight': (d, c.d_ff)}
-    return out | {'final_norm.weight': (d,), 'head.dense.weight': (d, d), 'head.norm.weight': (d,),
-                  'decoder.weight': (c.vocab, d), 'decoder.bias': (c.vocab,),
-                  'classifier.weight': (n_labels, d), 'classifier.bias': (n_labels,)}
-
-# %% ../nbs/06_modernbert.ipynb #cd06a56a
-def _weights(dir: Path, config: ModernBertConfig) -> dict[str, torch.Tensor]:
-    "model.safetensors under ModernBertModel's names (no 'model.' in front), checked against the config."
-    f, c = dir / 'model.safetensors', config
-    sd = {k.removeprefix('model.'): v for k, v in read_safetensors(f).items()}
-    if 6 * c.n_layers + 2 > 2 * len(sd):  # first, so that the table below is never much longer than the file
-        raise ValueError(f"{f} does not fit its config: n_layers={c.n_layers} has {6 * c.n_layers + 2} "
-                         f"weights, the file {len(sd)}: most are missing")
-    b = sd.get('classifier.bias')
-    want = _shapes(c, len(b) if b is not None and b.dim() == 1 else None)
-    bad = [k for k in sd if k not in want]
-    missing = [k for k in want if k not in sd and k not in _TASK]
-    resized = [k for k in sd if k in want and tuple(sd[k].shape) != want[k]]
-    pairs = (('head.dense.weight', 'head.norm.weight'), ('classifier.weight', 'classifier.bias'))
-    halves = [k for a, b in pairs for k in (a, b) if (a in sd) != (b in sd) and k in sd]  # half a head
-    if bad or missing or resized or halves:
-        raise ValueError(f"{f} does not fit its config: unknown {bad[:3]}, missing {missing[:3]}, resized "
-                         f"{resized[:3]}, without its other half {halves[:1]}")
-    if len(types := {v.dtype for v in sd.values()}) > 1 or not next(iter(types)).is_floating_point:
-        raise ValueError(f"{f}: the weights must be of one float type, got {sorted(map(str, types))}")
-    if 'decoder.weight' in sd and not torch.equal(sd['decoder.weight'], sd[f'{_HF_NAMES["tok_emb"]}.weight']):
-        raise ValueError(f"{dir / 'model.safetensors'}: decoder.weight is not the word table, to which the "
-                         "decoder here is tied")
-    return sd
-
-# %% ../nbs/06_modernbert.ipynb #bc9f1435
-def _built(cls: type, config: ModernBertConfig, meta: dict, sd: dict) -> nn.Module:
-    "A fresh model of `cls` for load_modernbert to fill: a classifier's labels and pooling from its config."
-    if cls is ModernBertForMLM: return ModernBertForMLM(config, PCG32(0))  # a head not in sd: reproducible
-    if cls is ModernBertEncoder: return ModernBertEncoder(config)
-    n = len(sd['classifier.bias'])
-    names = meta.get('id2label') or {str(i): f'LABEL_{i}' for i in range(n)}
-    if not isinstance(names, dict) or sorted(names) != sorted(map(str, range(n))):
-        raise ValueError(f"id2label must name the classifier's {n} labels 0..{n - 1}, got {names!r:.80}")
-    return ModernBertClassifier(ModernBertEncoder(config), [names[str(i)] for i in range(n)],
-                                meta.get('classifier_pooling', 'cls'), meta.get('classifier_dropout', 0.0))
-
-# %% ../nbs/06_modernbert.ipynb #bc9f1436
-def _load(dir: Path, cls: type | None) -> nn.Module:
-    "load_modernbert's reading of `dir`, as `cls` (None: what it holds)."
-    meta = read_json(dir / 'config.json')
-    config = config_from_hf(meta, dir / 'config.json')
-    if not (dir / 'model.safetensors').is_file(): raise FileNotFoundError(f"no model.safetensors in {dir}")
-    sd = _weights(dir, config)
-    held = (ModernBertClassifier if 'classifier.weight' in sd else
-            ModernBertForMLM if 'decoder.bias' in sd else ModernBertEncoder)
-    cls = cls or held
-    if cls is ModernBertClassifier is not held or (cls is ModernBertForMLM and held is ModernBertClassifier):
-        raise ValueError(f"{dir} holds a {held.__name__}, not a {cls.__name__}: load its encoder "
-                         "(cls=ModernBertEncoder) and build the model on it")
-    try: model = _built(cls, config, meta, sd)
-    except (TypeError, ValueError) as e: raise ValueError(f"{dir / 'config.json'}: {e}") from None
-    model.to(sd['embeddings.tok_embeddings.weight'].dtype)  # as saved: a float64 model comes back float64
-    want = {k.removeprefix('model.'): v for k, v in hf_state_dict(model).items()}
-    with torch.no_grad():
-        for k in want.keys() & sd.keys(): want[k].copy_(sd[k])
-    used = [k for k in sd if k in want or (k == 'decoder.weight' and cls is ModernBertForMLM)]
-    model.load_report = LoadReport(used, [k for k in sd if k not in used], [k for k in want if k not in sd])
-    return model.eval()
-
-# %% ../nbs/06_modernbert.ipynb #1cdf3242
-def load_modernbert(dir: str | os.PathLike, cls: type | None = None) -> nn.Module:
-    """A ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, in eval mode, from a directory that
-    save_modernbert or transformers' `save_pretrained` wrote; `cls` None: what the directory holds. An encoder
-    drops a head; an MLM model on an encoder's weights starts its head from PCG32(0); `load_report` says
-    what was used, dropped and initialised."""
-    if cls not in (None, ModernBertEncoder, ModernBertForMLM, ModernBertClassifier):
-        raise TypeError(f"cls must be ModernBertEncoder, ModernBertForMLM or ModernBertClassifier, "
-                        f"got {cls!r}")
-    model = read_whole(Path(dir), lambda d: _load(d, cls))  # config and weights of one save, as load_bert
-    if (r := model.load_report).dropped or r.initialised:
-        warnings.warn(f"loading ModernBERT weights into a {type(model).__name__}: {r}", stacklevel=2)
-    return model

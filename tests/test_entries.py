@@ -294,7 +294,8 @@ def two_saves(kind):
     "Two models of `kind`, its save and its load: classifiers or taggers of 2 and 3 labels, ModernBERTs of width 8, 16."
     from bert_nb.finetune import Classifier, load_classifier, save_classifier
     from bert_nb.tagging import TokenClassifier, load_tagger, save_tagger
-    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM, load_modernbert, save_modernbert
+    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM
+    from bert_nb.modernbert_files import load_modernbert, save_modernbert
     if kind == 'modernbert':
         cfg = lambda d: ModernBertConfig(40, d_model=d, n_heads=2, n_layers=2, d_ff=16, max_len=8)
         return [ModernBertForMLM(cfg(d), PCG32(d)) for d in (8, 16)], save_modernbert, load_modernbert
@@ -310,10 +311,10 @@ def two_saves(kind):
 def test_a_save_that_lands_during_a_load_is_read_whole(tmp_path, monkeypatch, kind):
     """load_classifier, load_tagger and load_modernbert read a directory again when a save swapped it while they
     read, as load_bert does: they paired the old save's encoder (or config) with the new save's weights."""
-    import bert_nb.finetune, bert_nb.modernbert
+    import bert_nb.finetune, bert_nb.modernbert_files
     (old, new), save, load = two_saves(kind)
     d = save(old, tmp_path / 'm')
-    module = bert_nb.modernbert if kind == 'modernbert' else bert_nb.finetune  # 05's read_head reads 07's too
+    module = bert_nb.modernbert_files if kind == 'modernbert' else bert_nb.finetune  # 05's read_head reads 07's too
     real, reads = module.read_safetensors, []
     def read_as_a_save_lands(path):
         if not reads: save(new, d)
@@ -328,7 +329,8 @@ def test_a_model_and_its_vocabulary_come_from_one_save(tmp_path, monkeypatch, lo
     """load_model (and so fill and eval, BERT or ModernBERT) and --init's init_model read the weights and vocab.txt
     of one save: a save that landed between the two paired a model with the next save's vocabulary."""
     import bert_nb.command as C, bert_nb.pretrain as P
-    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM, save_modernbert
+    from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM
+    from bert_nb.modernbert_files import save_modernbert
     toks = [WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'{c}{i}' for i in range(35)]) for c in 'ab']
     if load == 'fill and eval':  # a ModernBERT's; a BERT's goes through load_model
         cfg = ModernBertConfig(40, d_model=8, n_heads=2, n_layers=2, d_ff=16)

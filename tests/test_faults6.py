@@ -10,7 +10,8 @@ from bert_nb import KJV, BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTo
 from bert_nb.command import MaskTally
 from bert_nb.files import read_whole, _recover
 from bert_nb.finetune import Classifier, fine_tune, pair_task
-from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM, load_modernbert, save_modernbert
+from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM
+from bert_nb.modernbert_files import load_modernbert, save_modernbert
 from bert_nb.pretrain import make_optimizer
 from bert_nb.tagging import IGNORE, TokenClassifier, case_of, case_table, predict_tags, windows
 

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from bert_nb import KJV, PCG32, WordPieceTokenizer, load_bert
 from bert_nb.modernbert import (GeGLU, ModernBertClassifier, ModernBertConfig, ModernBertEncoder, ModernBertForMLM,
-                                band_bias, config_from_hf, hf_config, hf_state_dict, layout, load_modernbert,
-                                local_attention, rope_tables, rotate, save_modernbert)
+                                band_bias, layout, local_attention, rope_tables, rotate)
+from bert_nb.modernbert_files import config_from_hf, hf_config, hf_state_dict, load_modernbert, save_modernbert
 from tol import encoder_tol, grad_tol, loss_tol
 from saving import edited
 
@@ -453,7 +453,7 @@ def test_a_resumed_run_with_an_unknown_arch_is_refused(modern_run, tmp_path, cap
                                     {'num_hidden_layers': 200_000, 'layer_types': None}])
 def test_load_checks_sizes_before_it_builds(tmp_path, monkeypatch, change):
     "A config far larger than its weights is refused from the file's shapes: no model of that size is ever built."
-    import bert_nb.modernbert as mb
+    import bert_nb.modernbert_files as mb
     d = edited(save_modernbert(ModernBertForMLM(CFG), tmp_path / 'm'), tmp_path / 'e', change)
     def built(*a, **k): raise AssertionError('a model was built before the weights were checked')
     for name in ('ModernBertEncoder', 'ModernBertForMLM', 'ModernBertClassifier'): monkeypatch.setattr(mb, name, built)

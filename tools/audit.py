@@ -447,10 +447,10 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for v in ('nan', '0', '1.5', 'none'):
         c[f'#45 bert-nb --mask-p {v}'] = lambda v=v: cli('--corpus', corpus, '--mask-p', v, '--out', runs / f'mp-{v}', *tiny)
     # #46: ModernBERT (chapter 06): its classes, its functions and its files
-    from bert_nb import modernbert as MB
+    from bert_nb import modernbert as MB, modernbert_files as MBF
     mc = MB.ModernBertConfig(60, d_model=16, n_heads=2, n_layers=3, d_ff=24, window=4)
     menc, mmlm = MB.ModernBertEncoder(mc, PCG32(0)), MB.ModernBertForMLM(mc, PCG32(0))
-    mdir = MB.save_modernbert(mmlm, tmp / 'modern')
+    mdir = MBF.save_modernbert(mmlm, tmp / 'modern')
     (tmp / 'modern-bad').mkdir(); (tmp / 'modern-bad' / 'config.json').write_text('{')
     x = torch.zeros(4, 2, 8)
     for name, f in {'ModernBertConfig vocab 0': lambda: MB.ModernBertConfig(0),
@@ -471,15 +471,15 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'ModernBertClassifier pooling max': lambda: MB.ModernBertClassifier(menc, 2, 'max'),
                     'ModernBertClassifier of a row with no real token':
                         lambda: MB.ModernBertClassifier(menc, 2)(ids, torch.zeros_like(ids)),
-                    'save_modernbert of a BertForMLM': lambda: MB.save_modernbert(mlm, tmp / 'mb-x'),
-                    'save_modernbert with a tokenizer of another size': lambda: MB.save_modernbert(menc, tmp / 'mb-y', tok),
-                    'save_modernbert over a file': lambda: MB.save_modernbert(menc, tmp / 'file'),
-                    'load_modernbert of a BERT directory': lambda: MB.load_modernbert(model_dir),
-                    'load_modernbert of a missing directory': lambda: MB.load_modernbert(tmp / 'nowhere'),
-                    'load_modernbert of a config that is not JSON': lambda: MB.load_modernbert(tmp / 'modern-bad'),
-                    'load_modernbert cls BertForMLM': lambda: MB.load_modernbert(mdir, B.BertForMLM),
+                    'save_modernbert of a BertForMLM': lambda: MBF.save_modernbert(mlm, tmp / 'mb-x'),
+                    'save_modernbert with a tokenizer of another size': lambda: MBF.save_modernbert(menc, tmp / 'mb-y', tok),
+                    'save_modernbert over a file': lambda: MBF.save_modernbert(menc, tmp / 'file'),
+                    'load_modernbert of a BERT directory': lambda: MBF.load_modernbert(model_dir),
+                    'load_modernbert of a missing directory': lambda: MBF.load_modernbert(tmp / 'nowhere'),
+                    'load_modernbert of a config that is not JSON': lambda: MBF.load_modernbert(tmp / 'modern-bad'),
+                    'load_modernbert cls BertForMLM': lambda: MBF.load_modernbert(mdir, B.BertForMLM),
                     'load_bert of a ModernBERT directory': lambda: B.load_bert(mdir),
-                    'config_from_hf of a list': lambda: MB.config_from_hf([]),
+                    'config_from_hf of a list': lambda: MBF.config_from_hf([]),
                     'rope_tables of an odd head size': lambda: MB.rope_tables(torch.arange(3), 5, 1e4),
                     'rotate by tables of another size': lambda: MB.rotate(x, *MB.rope_tables(torch.arange(4), 4, 1e4)),
                     'band_bias of float rows': lambda: MB.band_bias(torch.zeros(4), 2, 4, torch.float32),
@@ -498,7 +498,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'modern loss under bf16 autocast': lambda: torch.autocast('cpu', torch.bfloat16)(
                         lambda: mmlm.loss(ids, both, torch.where(both.bool(), ids, -100)).backward())(),
                     'a bf16 modern model': lambda: MB.ModernBertForMLM(mc).bfloat16()(ids),
-                    'load_modernbert of what save_modernbert wrote': lambda: MB.load_modernbert(mdir)}.items():
+                    'load_modernbert of what save_modernbert wrote': lambda: MBF.load_modernbert(mdir)}.items():
         c[f'#46 {name}'] = lambda f=f: api(f, bad=False)
     # #46: bert-nb train --arch modernbert, and eval and fill of its model
     c['#46 bert-nb --arch gpt'] = lambda: cli('--corpus', corpus, '--arch', 'gpt', '--out', runs / 'a-gpt', *tiny)
@@ -576,7 +576,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'#47 {name}'] = lambda f=f: api(f, bad=False)
     # #56: the loaders check a directory against its config before they build anything
     from safetensors.torch import load_file, save_file
-    mcls = MB.save_modernbert(MB.ModernBertClassifier(menc, 2), tmp / 'modern-cls')
+    mcls = MBF.save_modernbert(MB.ModernBertClassifier(menc, 2), tmp / 'modern-cls')
     clsdir = FT.save_classifier(FT.Classifier(B.BertEncoder(B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2,
                                 n_layers=1, d_ff=32), pooler=True), 2), tmp / 'classifier', small, ['no', 'yes'])
     def edited(src: Path, name: str, config: dict | None = None, weights: dict | None = None) -> Path:
@@ -594,7 +594,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                 sd = load_file(out / 'model.safetensors')
                 save_file({k: v for k, v in (sd | weights).items() if v is not None}, out / 'model.safetensors')
         return out
-    d, lm = mc.d_model, MB.load_modernbert
+    d, lm = mc.d_model, MBF.load_modernbert
     for name, (src, conf, w) in {
             'vocab_size 10**13': (mdir, {'vocab_size': 10**13}, None), 'hidden_size 2**31': (mdir, {'hidden_size': 2**31}, None),
             'vocab_size 50 M': (mdir, {'vocab_size': 50_000_000}, None),
@@ -650,7 +650,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'bag_of_words of pairs in training, texts in dev': lambda: FT.bag_of_words(
                         small, task._replace(train=[(('a', 'b'), 0), (('b', 'a'), 1)])),
                     'by_table({}, None)': lambda: TG.by_table({}, None),
-                    'ModernBertForMLM(cfg, 5)': lambda: MB.ModernBertForMLM(mc, 5), 'hf_config(dict)': lambda: MB.hf_config({}),
+                    'ModernBertForMLM(cfg, 5)': lambda: MB.ModernBertForMLM(mc, 5), 'hf_config(dict)': lambda: MBF.hf_config({}),
                     'Electra(rng=5)': lambda: EL.Electra(cfg, rng=5), 'RTDHead(d=-1)': lambda: EL.RTDHead(-1),
                     'train_electra with a batch larger than the rows': lambda: EL.train_electra(
                         el, np.full((3, 8), 7), 1, tok60, PCG32(0), PCG32(1), batch_size=4),
@@ -671,7 +671,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
     (big / 'vocab.txt').write_text('\n'.join(tok60.tokens()) + '\n')
     c['#56 bert-nb fill of a ModernBERT whose config says 10**13 words'] = lambda: cli('fill', big, 'w1 [MASK] w2',
                                                                                      seconds=60)
-    c['#56 bert-nb fill of a ModernBERT encoder'] = lambda: cli('fill', MB.save_modernbert(menc, tmp / 'modern-enc', tok60),
+    c['#56 bert-nb fill of a ModernBERT encoder'] = lambda: cli('fill', MBF.save_modernbert(menc, tmp / 'modern-enc', tok60),
                                                                'w1 [MASK] w2')
     # #57: the helpers the later chapters import, public now (checks, files, speed, the head's save and loop)
     from bert_nb import checks as CK, speed as S
