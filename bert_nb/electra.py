@@ -192,10 +192,10 @@ def plot_rtd(curves: dict[str, list[float]], every: int = 20) -> dict[str, np.nd
                          f"{[v.shape for v in drawn.values()]}")
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     steps = every * (np.arange(len(drawn['gen_acc'])) + 1)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, (ax0, ax1) = plt.subplots(2, 1, figsize=(6, 5.6), sharex=True)  # stacked: a phone's width
     ax0.plot(steps, drawn['disc_replaced'], label='on replaced tokens')
     ax0.plot(steps, drawn['disc_original'], label='on original tokens')
-    ax0.set(title='discriminator accuracy', xlabel='step', ylim=(0, 1))
+    ax0.set(title='discriminator accuracy', ylim=(0, 1))
     ax1.plot(steps, drawn['gen_acc'], label='generator accuracy (argmax)')
     ax1.plot(steps, drawn['replaced'], label='picked positions replaced')
     ax1.set(title='generator', xlabel='step', ylim=(0, 1))

@@ -253,7 +253,7 @@ def plot_scores(runs: list[dict]) -> dict[str, dict[str, float]]:
     """Test accuracy on each task: each fine-tuned encoder's median over seeds (a bar; its seeds as dots), the
     majority class and the bag of words (lines). Returns the medians drawn, by task and model."""
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    fig, axes = plt.subplots(2, 1, figsize=(6, 6.2))  # stacked: a phone's width
     drawn = {}
     for ax, task in zip(axes, ('testament', 'section')):
         tested = [r for r in runs if r['task'] == task and r.get('split', 'test') == 'test']
@@ -421,7 +421,7 @@ def plot_books(books: list[str], right: list[bool]) -> dict[str, float]:
     order = list(SECTION)
     acc = {b: float(np.mean([r for b2, r in zip(books, right) if b2 == b])) for b in order if b in books}
     colour = {s: f'C{i}' for i, s in enumerate(LABELS['section'])}
-    fig, ax = plt.subplots(figsize=(9.8, 3.6))
+    fig, ax = plt.subplots(figsize=(7.8, 3.8))
     n = {b: books.count(b) for b in acc}  # a book of 1 verse is right or wrong: faded, its bar says little
     ax.bar(range(len(acc)), list(acc.values()), color=[to_rgba(colour[SECTION[b]], min(1, 0.2 + n[b] / 25))
                                                        for b in acc])

@@ -314,7 +314,8 @@ def tag_table(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
 # %% ../nbs/07_tagging.ipynb #5c8fe48b
 def plot_cases(texts: list[list[str]], pred: list[list[int]], gold: list[list[int]]) -> list[int]:
     """Verses as the model restores them: each word in its predicted case, green where right, red (and
-    underlined) where wrong, grey where it has no case. Returns each verse's number of errors."""
+    underlined) where wrong with the right form after it in brackets, grey where it has no case. Returns each
+    verse's number of errors."""
     import matplotlib.pyplot as plt  # loaded only when a plot is drawn
     gold = _check_tagged('gold', gold); pred = _check_tagged('pred', pred, gold)
     fig, ax = plt.subplots(figsize=(10, 0.42 * len(texts) + 0.3))
@@ -323,11 +324,16 @@ def plot_cases(texts: list[list[str]], pred: list[list[int]], gold: list[list[in
         x, y, wrong = 0.0, len(texts) - row - 1, 0
         for w, c, t in zip(words, p, g):
             x -= x > 0 and w in ',.;:?!)'  # punctuation sits against the word before it
-            shown = w.upper() if c == 2 else w.capitalize() if c == 1 else w
+            form = lambda k: w.upper() if k == 2 else w.capitalize() if k == 1 else w
+            shown = form(c)
             colour = 'grey' if t == IGNORE else 'green' if c == t else 'red'
             ax.text(x, y, shown, color=colour, family='monospace', fontsize=8.5, va='bottom',
                     bbox=dict(pad=0.5, fc='none', ec='none'), fontweight='bold' if colour == 'red' else None)
-            if colour == 'red': ax.plot([x, x + len(w)], [y - 0.08] * 2, color='red', lw=1)
+            if colour == 'red':
+                ax.plot([x, x + len(w)], [y - 0.08] * 2, color='red', lw=1)
+                ax.text(x + len(w) + 0.5, y, f'[{form(t)}]', color='grey', family='monospace', fontsize=8.5,
+                        va='bottom')
+                x += len(w) + 2.5  # the bracketed right form takes its own width
             wrong += colour == 'red'
             x += len(w) + 1
         errors.append(wrong)

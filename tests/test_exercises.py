@@ -14,6 +14,12 @@ BATCH = "_batch(rows, lens, np.arange(16), tok, {p}, PCG32(0), 'cpu')"
 KEPT = ("(lambda b: float(((np.asarray(b[1]) == b[0]) & ~np.isin(b[0], special_ids(tok))).sum()"
         " / (~np.isin(b[0], special_ids(tok))).sum()))(" + BATCH + ")")
 LABELS = "int((np.asarray(" + BATCH + "[2]) != -100).sum())"
+COLD = ("float(np.mean((cold_curves := train_electra(Electra(shipped.config, gen_layers=1, rng=PCG32(0)), rows32, "
+        "300, tok, PCG32(0, 1), PCG32(0, 2), batch_size=32, p=0.4, lr=1e-3))['disc_replaced'][-20:]))")
+LORDS = ("sum(p == t for ps, (ws, ts) in zip(predict_tags({m}, tok, [w for w, _ in demo.test]), demo.test) "
+         "for w, p, t in zip(ws, ps, ts) if w == 'lord')")
+RANDOM = ("(lambda r: (fine_tune_tagger(r, tok, demo.train, epochs=2, lr=2e-3), r)[1])(TokenClassifier("
+          "BertEncoder(load_bert(KJV, BertEncoder).config, rng=PCG32(0)), 3, rng=PCG32(0)))")
 FREQ = ("(lambda r: np.bincount(r[~np.isin(r, special_ids(tok_a))]).max() / (~np.isin(r, special_ids(tok_a))).sum())"
         "(prepare(a)['held_rows'])")
 
@@ -84,6 +90,10 @@ ANSWERS = {
          {'0.85': '1 - p: every picked token taken as replaced', '0.135': 'the replaced share'}),
         ('by_sampling, by_argmax = None, None', '0.1, 0.0',
          {'0.9, 0.1': 'the kept share', '0.1, 0.1': 'the argmax taken as sampling', '0.0, 0.0': 'no sampling'}),
+        ('found_cold, kept_cold = None, None', f"{COLD}, float(np.mean(cold_curves['disc_original'][-20:]))",
+         {"float(np.mean(warm_curves['disc_replaced'][-20:])), float(np.mean(warm_curves['disc_original'][-20:]))":
+              'the warm pair read', "float(np.mean(cold_curves['disc_replaced'][-20:])), 1 - float(np.mean(cold_curves['disc_replaced'][-20:]))":
+              'kept taken as the replacements missed'}),
     ],
     '05_finetune': [
         ('by_chance = None',
@@ -106,12 +116,17 @@ ANSWERS = {
          {'2 * math.pi * 160_000, 2 * math.pi * 10_000': 'the last exponent taken as 1',
           '160_000 ** (62 / 64), 10_000 ** (62 / 64)': 'a period taken as 1 / omega, not 2 pi / omega',
           '2 * math.pi * 160_000 ** (31 / 64), 2 * math.pi * 10_000 ** (31 / 64)': 'i / dh for 2i / dh'}),
+        ('after1, after2, local_layers = None, None, None', '11, 21, 6',
+         {'10, 21, 6': 'the token itself not counted', '11, 22, 6': 'the reach doubled, not widened by 2w',
+          '11, 21, 5': 'the row read to 5 short of its ends'}),
     ],
     '07_tagging': [
         ('labelled, positions = None, None', '5, 10',
          {'8, 10': 'a label on every piece', '5, 8': 'the specials not counted', '8, 8': 'pieces only'}),
         ('f1 = None', '2 / 3', {'(0.75 + 0.6) / 2': 'the plain mean of precision and recall', '0.75': 'precision',
                                 '0.6': 'recall'}),
+        ('lords_random, lords_shipped = None, None', f"{LORDS.format(m=RANDOM)}, {LORDS.format(m='tagger')}",
+         {f"{LORDS.format(m='tagger')}, {LORDS.format(m=RANDOM)}": 'the two swapped'}),
     ],
 }
 
@@ -141,7 +156,9 @@ def test_checking_cells_accept_the_right_answer_and_reject_the_likely_wrong_ones
                 shell.exc = None
                 shell.run(answered(cell.source, line, answer))
                 if ok: assert shell.exc is None, (stem, line, 'the right answer refused', shell.exc)
-                else: assert isinstance(shell.exc, AssertionError), (stem, line, answer, wrongs[answer], shell.exc)
+                else:  # refused, and told what the likely wrong answer misses, not just "not right yet"
+                    assert isinstance(shell.exc, AssertionError), (stem, line, answer, wrongs[answer], shell.exc)
+                    assert re.search(r'(is not right yet: |should be |should )\S', str(shell.exc)), (answer, shell.exc)
     finally: os.chdir(cwd)
 
 def test_every_exercise_has_a_checking_cell_tested_here():

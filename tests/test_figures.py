@@ -13,7 +13,7 @@ from nbrun import directives, made_by  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / 'nbs').glob('*.ipynb'))
 
-CHAPTERS = {'00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert', '07_tagging'}
+CHAPTERS = {'00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert', '07_tagging', '08_map'}
 
 def stale(path: Path) -> list[str]:
     """What is wrong with the notebook's stored figures: a slow cell that draws must store its figure, and so must

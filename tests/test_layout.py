@@ -84,3 +84,17 @@ def test_later_chapters_import_public_names_only(mod):
                and n.attr.startswith('_') and not n.attr.startswith('__')
                and isinstance(n.value, ast.Name) and n.value.id in ('bert_nb', 'files', 'checks', 'speed', 'bert')]
     assert not private and not reached, (mod, private, reached)
+
+def test_later_chapters_figures_fit_a_phone():
+    """A figure of 04-07 is at most 800 px wide, so that its text is not 4 px on a 390 px phone (#57): side-by-side
+    panels are stacked. Only the verses of 07's plot_cases, lines of text, are wider."""
+    import base64, struct
+    wide = []
+    for path in sorted(NBS.glob('0[4-7]_*.ipynb')):
+        for c in json.loads(path.read_text())['cells']:
+            for o in c.get('outputs', []):
+                png = o.get('data', {}).get('image/png')
+                if png is None or 'plot_cases(' in ''.join(c['source']): continue
+                w = struct.unpack('>I', base64.b64decode(png)[16:20])[0]
+                if w > 800: wide.append((path.stem, c['id'], w))
+    assert wide == [], wide
