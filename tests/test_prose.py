@@ -1,0 +1,58 @@
+"""Every number in a chapter's prose comes from a cell or from a JSON a cell reads (#57): each number of a markdown
+cell of chapters 04-07 is printed by one of the chapter's cells, written in one of its code cells, or held in a
+bench/*.json file that one of them reads. What is not a measurement is left out: formulas, code, links, years of
+citations, chapter and section numbers, and the numbering of lists."""
+import json, re
+from pathlib import Path
+import pytest
+
+NBS = Path(__file__).resolve().parents[1] / 'nbs'
+NUM = re.compile(r'(?<![\w.$\\^_{/-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\w)')
+NOT_MEASURED = [r'\$[^$]*\$', r'\]\([^)]*\)', r'`[^`]*`', r'\b(?:19|20)\d\d\b',  # formulas, links, code, years
+                r'\b[Cc]hapters? \d\d(?:\s*(?:and|,|to)\s*\d\d)*', r'\b\d\d\'s\b', r'§\d+', r'\b\d\d_\w+',
+                r'\b[Ss]ections? \d+(?:\.\d+)?(?:\s*(?:and|,|to)\s*\d+)*', r'#+ \d+(?:\.\d+)*\.?', r'(?m)^\d+\. ',
+                r'appendix(?: A)?\.?\d*']
+
+def plain(n: str) -> str: return n.replace(',', '').replace('_', '')
+
+def in_json(x, out: set):
+    "A JSON's numbers as a chapter prints them: as they are, as percentages, in millions, in tera, per minute."
+    if isinstance(x, dict): [in_json(v, out) for v in x.values()]
+    elif isinstance(x, list): [in_json(v, out) for v in x]
+    elif isinstance(x, (int, float)) and not isinstance(x, bool):
+        out |= {plain(f'{v:.{d}f}') for v in (x, 100 * x, x / 1e6, x / 1e12, x / 60) for d in range(4)}
+
+def unsupported(path: Path) -> list[tuple[str, str, str]]:
+    cells, known = json.loads(path.read_text())['cells'], set()
+    for c in cells:
+        if c['cell_type'] != 'code': continue
+        src = ''.join(c['source'])
+        known |= {plain(n) for n in re.findall(r'\d[\d_,]*(?:\.\d+)?', src)}
+        for o in c.get('outputs', []):
+            known |= {plain(m[1]) for m in NUM.finditer(''.join(o.get('text', '')) +
+                                                          ''.join(o.get('data', {}).get('text/plain', '')))}
+        for f in re.findall(r"'\.\./(bench/\w+\.json)'", src):
+            in_json(json.loads((NBS.parent / f).read_text()), known)
+    out = []
+    for c in cells:
+        if c['cell_type'] != 'markdown': continue
+        text = ''.join(c['source'])
+        for pat in NOT_MEASURED: text = re.sub(pat, ' ', text)
+        out += [(c['id'], m[1], text[max(0, m.start() - 40):m.end() + 10].replace('\n', ' '))
+                for m in NUM.finditer(text) if plain(m[1]) not in known]
+    return out
+
+@pytest.mark.parametrize('stem', ['04_electra', '05_finetune', '06_modernbert', '07_tagging'])
+def test_every_number_in_the_prose_comes_from_a_cell(stem):
+    assert unsupported(NBS / f'{stem}.ipynb') == []
+
+def test_the_check_finds_a_number_no_cell_gives(tmp_path):
+    "A sentence that quotes a figure no cell prints is caught; the same figure printed by a cell is not."
+    nb = {'cells': [{'cell_type': 'markdown', 'id': 'a', 'source': ['It learns 47.3% of the blanks.']},
+                    {'cell_type': 'code', 'id': 'b', 'source': ['print(acc)'],
+                     'outputs': [{'output_type': 'stream', 'text': ['47.4%']}]}]}
+    (tmp_path / 'x.ipynb').write_text(json.dumps(nb))
+    assert [n for _, n, _ in unsupported(tmp_path / 'x.ipynb')] == ['47.3']
+    nb['cells'][1]['outputs'][0]['text'] = ['accuracy 47.3%']
+    (tmp_path / 'x.ipynb').write_text(json.dumps(nb))
+    assert unsupported(tmp_path / 'x.ipynb') == []
