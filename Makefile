@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check kernels bench bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
+.PHONY: demo test docs docs-check kernels bench bench-step bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -72,6 +72,12 @@ test: .venv/.installed sync
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.
 bench: .venv/.installed
 	cd bench && for b in mask batch collator train padded data; do ../$(PY) $$b.py || exit 1; done
+
+# The training step against the machine's limit (#58): its FLOP a token, the matrix-product peak measured in the same
+# run, the share, float32 and bf16, one and two threads (bench/step.json); then where its time goes, by torch's
+# profiler (bench/breakdown.json). A few minutes, on a quiet machine: appendix 14 reads both.
+bench-step: .venv/.installed
+	cd bench && ../$(PY) step.py && ../$(PY) breakdown.py
 
 # The default recipe against the stock transformers one, 5 minutes each on the same split (about 11 minutes).
 bench-demo: .venv/.installed

@@ -13,10 +13,17 @@ same masked batch; the steps alternate, one side at a time, so load changes hit 
 laptop without AVX-512 or bf16 (#45): `ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py` (MKL, which does
 the matrix products, picks its own instructions whatever ATen is told).
 
+Each step is also measured against the machine's limit: its FLOP a token, counted from the model's shapes (and
+checked against torch's FlopCounterMode), times its tokens a second, as a share of the matrix-product peak of its
+precision, measured in the same run at the same threads (the best of 2048-square products and of the model's own
+shapes). A share of the physical limit holds from machine to machine where tokens a second do not (#58). The results
+go to bench/step.json.
+
     python step.py --threads 1 2
     ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16
 """
-import argparse, sys, time
+import argparse, json, sys, time
+from pathlib import Path
 import multiprocessing as mp
 import numpy as np
 import torch
@@ -35,6 +42,34 @@ def _model_and_batch(p: float | None = None):
     ids = np.random.default_rng(0).integers(5, V, (B, T)); ids[:, 0], ids[:, -1] = 2, 3
     inputs, labels = mlm_mask(ids, np.isin(ids, [0, 1, 2, 3, 4]), 4, V, a.mask_p, PCG32(0))
     return a, m, (torch.from_numpy(inputs), None, None, torch.from_numpy(labels))
+
+def step_flops(a, labelled: float) -> float:
+    """FLOP of one training step a token, from the model's shapes (a multiply-add is 2): each layer's four
+    projections (4d²), its attention scores and their mix of the values (2Td), its feed-forward (2d·d_ff); the
+    head's dense layer (d²) and the tied decoder (dV) at the labelled share of the positions; the backward pass
+    twice the forward."""
+    d, T, V = a.d_model, a.max_len, a.vocab_size
+    layer = 2 * (4 * d * d + 2 * T * d + 2 * d * a.d_ff)
+    return 3 * (a.layers * layer + 2 * labelled * (d * d + d * V))
+
+def counted_flops(m, args) -> float:
+    "torch's own count (FlopCounterMode) of one float32 step's forward and backward, a token: the check on the above."
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as fc:
+        logits, y = m.labelled_logits(*args)
+        F.cross_entropy(logits, y).backward()
+    m.zero_grad(set_to_none=True)
+    return fc.get_total_flops() / args[0].numel()
+
+def matmul_peak(dtype: torch.dtype, shapes: list[tuple[int, int, int]], reps: int = 10) -> float:
+    "The best FLOP a second of (m × k) @ (k × n) products over `shapes`, `reps` each, at torch's threads now."
+    best = 0.0
+    for m, k, n in shapes:
+        x, w = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        x @ w  # warm up: the kernel chosen, its buffers
+        for _ in range(reps):
+            t = time.perf_counter(); x @ w; best = max(best, 2 * m * k * n / (time.perf_counter() - t))
+    return best
 
 def _before(m, a):
     "The step as it was before #45."
@@ -93,20 +128,39 @@ def main():
     p.add_argument('--rounds', type=int, default=15)
     p.add_argument('--compile', action='store_true', help='add the compiled steps')
     p.add_argument('--no-bf16', action='store_true', help='leave out bf16 (the stand-in for a CPU without it)')
+    p.add_argument('--out', default=str(Path(__file__).with_name('step.json')), help='where the results go')
     ns = p.parse_args()
     from bert_nb.command import _native_bf16
-    a, *_ = _model_and_batch()
+    a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
     sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 SDPA'] * bf16 + \
             ['compiled'] * ns.compile + ['compiled bf16'] * (ns.compile and bf16)
-    B, T = a.batch_size, a.max_len
-    print(f"The default run's training step, V={a.vocab_size}, d={a.d_model}, {a.layers} layers, B={B}, T={T}, "
+    B, T, d = a.batch_size, a.max_len, a.d_model
+    labelled = {p_: float((_model_and_batch(p_)[2][3] != -100).double().mean()) for p_ in (a.mask_p, 0.3)}
+    flops = {k: step_flops(a, labelled[0.3 if '30%' in k else a.mask_p]) for k in sides}
+    counted = counted_flops(m, args)
+    shapes = [(2048, 2048, 2048), (B * T, d, a.d_ff), (round(labelled[a.mask_p] * B * T), d, a.vocab_size)]
+    print(f"The default run's training step, V={a.vocab_size}, d={d}, {a.layers} layers, B={B}, T={T}, "
           f"masking {a.mask_p:.0%}  [{machine()}]")
+    print(f"  {flops['float32'] / 1e6:.2f} MFLOP a token counted from the shapes; torch's FlopCounterMode counts "
+          f"{counted / 1e6:.2f} (its attention and loss count differently)")
+    out = dict(machine=machine(), flops_per_token=flops, counted_flops_per_token=counted, threads={})
     for n in ns.threads:
+        torch.set_num_threads(n)
+        peak = {'float32': matmul_peak(torch.float32, shapes)} | ({'bf16': matmul_peak(torch.bfloat16, shapes)} if bf16 else {})
         t = compare(sides, n, ns.rounds)
-        print(f"{n} thread{'s' * (n > 1)}:")
+        print(f"{n} thread{'s' * (n > 1)}: matmul peak " + ', '.join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in peak.items()))
+        rows = {}
         for k, (s, first, losses) in t.items():
-            print(f"  {k:<14} {s * 1e3:7.1f} ms {B * T / s:>9,.0f} tokens/s  {t['before #45'][0] / s:5.2f}x  "
-                  f"first 3 steps {first:5.1f} s, losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
+            rate = B * T / s
+            prec = 'bf16' if 'bf16' in k else 'float32'
+            share = flops[k] * rate / peak[prec]
+            rows[k] = dict(ms=s * 1e3, tokens_per_s=rate, gflops=flops[k] * rate / 1e9, peak_share=share,
+                           first_steps_s=first, losses=losses)
+            print(f"  {k:<14} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
+                  f"{share:5.0%} of the {prec} peak  {t['before #45'][0] / s:5.2f}x  first 3 steps {first:5.1f} s, "
+                  f"losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
+        out['threads'][n] = dict(peak_gflops={k: v / 1e9 for k, v in peak.items()}, steps=rows)
+    Path(ns.out).write_text(json.dumps(out, indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

@@ -34,7 +34,10 @@ def readme(nb_path: Path, out: Path):
         if c.cell_type == 'code':
             d = directives(c)
             if 'hide' in d or 'default_exp' in d: continue
-            if d.get('echo:') == ['false']:  # a figure: the README has no place for its image, so it points to it
+            text = ''.join(o.get('text', '') for o in c.get('outputs', []) if o.get('output_type') == 'stream')
+            if d.get('echo:') == ['false'] and text:  # printed results: their text, without the code
+                c = nbformat.v4.new_markdown_cell('```\n' + text.rstrip('\n') + '\n```')
+            elif d.get('echo:') == ['false']:  # a figure: the README has no place for its image, so it points to it
                 where = f"[{nb_path.name}]({nb_path.name})"
                 c = nbformat.v4.new_markdown_cell(f"(The figure is in {where} and on the site's home page.)")
             else: strip_directives(c)
