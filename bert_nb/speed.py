@@ -126,8 +126,8 @@ class _DecodedLoss(torch.autograd.Function):
 
 def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
     "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
-    shapes = [tuple(t.shape) for t in (x, w, b, y)]
     if x.dim() != 2 or w.shape[1:] != x.shape[1:] or b.shape != w.shape[:1] or y.shape != x.shape[:1]:
+        shapes = [tuple(t.shape) for t in (x, w, b, y)]  # named only when refused: this runs every step
         raise ValueError(f"x, w, b, y must be (rows, d), (V, d), (V,), (rows,), got {shapes}")
     if not 0 <= n <= len(x): raise ValueError(f"n must be in [0, {len(x)}] (the rows of x), got {n}")
     fused = x.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(x.device.type)
