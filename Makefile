@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test docs docs-check kernels bench bench-step bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
+.PHONY: demo test docs docs-check kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -72,6 +72,11 @@ test: .venv/.installed sync
 # Speed against the references, side by side in one process each; exits non-zero when a ratio misses its target.
 bench: .venv/.installed
 	cd bench && for b in mask batch collator train padded data; do ../$(PY) $$b.py || exit 1; done
+
+# The page where the chapter's BERT runs in the browser (#59), in headless Chromium: how soon it is usable, and its
+# forward of a 32-token verse against PyTorch's (bench/play.json).
+bench-play: docs
+	cd bench && ../$(PY) play.py
 
 # The training step against the machine's limit (#58): its FLOP a token, the matrix-product peak measured in the same
 # run, the share, float32 and bf16, one and two threads (bench/step.json); then where its time goes, by torch's

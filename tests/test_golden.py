@@ -83,10 +83,11 @@ def test_the_javascript_port_replays_every_vector():
                                     ('!wordIds || i % rowLength === 0 ||', '!wordIds ||')])  # words across rows
 def test_one_draw_off_in_the_port_fails(tmp_path, change):
     "The check can fail: one draw more (or one output taken differently) and the port no longer replays."
-    src = PORT.read_text()
+    src = (PORT.parent / 'mask.mjs').read_text()  # the generator and the op order; replay.mjs imports them
     assert src.count(change[0]) == 1
+    (tmp_path / 'mask.mjs').write_text(src.replace(change[0], change[1]))
     port = tmp_path / 'replay.mjs'
-    port.write_text(src.replace(change[0], change[1]).replace("new URL('../../bert_nb/golden/golden.json', import.meta.url)",
-                                                                repr(str(PORT.parents[2] / 'bert_nb/golden/golden.json'))))
+    port.write_text(PORT.read_text().replace("new URL('../../bert_nb/golden/golden.json', import.meta.url)",
+                                             repr(str(PORT.parents[2] / 'bert_nb/golden/golden.json'))))
     r = run_port(port)
     assert r.returncode == 1 and 'MISMATCH' in r.stdout, r.stdout[-1000:]

@@ -145,6 +145,35 @@ def assets(dest: Path):
                 shim.write_bytes(t.extractfile('package/shim/index.js').read())
     for f in ('extra.css', 'mathjax-config.js'): shutil.copy(TEMPLATES / f, dest / f)
 
+PORTS = root / 'ports' / 'js'
+PLAY = ['skew', 'wordpiece', 'mask', 'bert', 'play']  # the page's modules, each after those it imports
+
+def bundle(names: list[str] = PLAY) -> str:
+    """ports/js's ES modules as one classic script: a page opened from file:// may not load a module. Each module keeps
+    its own scope; its exports go into the global BertNb, where the modules after it find them; its command line
+    (node only, from `if (globalThis.process` to the end) is left out."""
+    out = ['"use strict";  // built by tools/site.py from ports/js: edit those, not this', 'globalThis.BertNb = {};']
+    for name in names:
+        src = (PORTS / f'{name}.mjs').read_text()
+        src = src.split('\nif (globalThis.process?.argv')[0]
+        src = re.sub(r"^import \{([^}]*)\} from '\./\w+\.mjs';$", r'const {\1} = BertNb;', src, flags=re.M)
+        src = re.sub(r"^import .* from 'node:\w+';\n", '', src, flags=re.M)
+        names_out = re.findall(r'^export (?:async )?(?:function|class|const) (\w+)', src, re.M)
+        src = re.sub(r'^export ', '', src, flags=re.M)
+        if 'import' in re.sub(r'//.*', '', src): raise ValueError(f'{name}.mjs: an import the bundle cannot take')
+        out.append(f"{{  // ports/js/{name}.mjs\n{src}\nObject.assign(BertNb, {{ {', '.join(names_out)} }});\n}}")
+    return '\n'.join(out) + '\n'
+
+def play(dest: Path, model: Path):
+    "The page's script and the shipped model as a script (base64): a page from file:// may not fetch a file."
+    import base64, json
+    (dest / 'play').mkdir(parents=True, exist_ok=True)
+    (dest / 'play' / 'bert-nb.js').write_text(bundle())
+    shipped = {'name': 'the shipped model (bert_nb.KJV)', 'config': (model / 'config.json').read_text(),
+               'vocab': (model / 'vocab.txt').read_text(encoding='utf-8'),
+               'safetensors': base64.b64encode((model / 'model.safetensors').read_bytes()).decode()}
+    (dest / 'play' / 'kjv-model.js').write_text(f'globalThis.BERT_NB_SHIPPED = {json.dumps(shipped)};\n')
+
 VIEWER = '''<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{name}, full size</title><style>body {{ margin: 0; overflow-x: auto; }} img {{ max-width: none; display: block; }}</style>
@@ -179,7 +208,9 @@ def build(execute_nbs: bool = True):
     if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
                                '`python tools/nbrun.py --refresh NB`), or warnings:\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
+    shutil.copy(TEMPLATES / 'play.md', SRC / 'play.md')
     assets(SRC / 'assets')
+    play(SRC / 'assets', root / 'bert_nb' / 'models' / 'kjv')
     for png in SRC.rglob('*.png'): full_size(png)
     subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '--strict', '-f', str(root / 'mkdocs.yml')],
                    check=True, env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})

@@ -2,7 +2,8 @@
 // and a LayerNorm; post-LN layers (attention with the padding-only mask, exact GELU); the MLM head on the tied word
 // table. Weights come from a save_bert directory: config.json, and model.safetensors read here (float32, or bfloat16
 // and float16 widened; any other type refused). Nothing a file says is executed.
-//   node ports/js/bert.mjs MODEL_DIR IDS.json     prints each row's logits (T × V) as a JSON list
+//   node ports/js/bert.mjs MODEL_DIR IDS.json [logits|attention|reach]
+//     prints each row's logits (T × V), attention ([layer][head] T × T, flat) or exact reach (T × T, flat) as JSON
 import { readFileSync } from 'node:fs';
 
 export function readSafetensors(buffer) {  // {name: {shape, data: Float32Array}}; a clear Error for a bad file
@@ -52,24 +53,34 @@ export function erf(x) {  // float64-accurate: the series near 0, the continued 
 
 const gelu = (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
 
-function layerNorm(x, g, b, eps) {  // one vector
-  const d = x.length; let mean = 0, v = 0;
-  for (const a of x) mean += a; mean /= d;
-  for (const a of x) v += (a - mean) ** 2; v /= d;
-  const r = 1 / Math.sqrt(v + eps);
-  return x.map((a, i) => (a - mean) * r * g[i] + b[i]);
+// Activations are flat Float64Arrays, one row of the sequence after another; weights stay the file's Float32Arrays.
+function layerNorm(x, n, d, g, b, eps) {  // each of the n rows of x; also the rows normalised before the gain, for jvp
+  const y = new Float64Array(n * d), xhat = new Float64Array(n * d), r = new Float64Array(n);
+  for (let i = 0, o = 0; i < n; i++, o += d) {
+    let mean = 0, v = 0;
+    for (let j = 0; j < d; j++) mean += x[o + j];
+    mean /= d;
+    for (let j = 0; j < d; j++) v += (x[o + j] - mean) ** 2;
+    r[i] = 1 / Math.sqrt(v / d + eps);
+    for (let j = 0; j < d; j++) { xhat[o + j] = (x[o + j] - mean) * r[i]; y[o + j] = xhat[o + j] * g[j] + b[j]; }
+  }
+  return { y, xhat, r };
 }
 
-function linear(x, w, b, rows, cols) {  // w is (rows × cols), as PyTorch stores a Linear: y = W x + b
-  const y = new Float64Array(rows);
-  for (let r = 0; r < rows; r++) {
-    let s = b ? b[r] : 0;
-    for (let c = 0, o = r * cols; c < cols; c++) s += w[o + c] * x[c];
-    y[r] = s;
+function linear(x, n, w, b, rows, cols) {  // n rows of x (each cols long) through w (rows × cols, as PyTorch stores a
+  const y = new Float64Array(n * rows);    // Linear): y = x Wᵀ + b
+  for (let i = 0; i < n; i++) {
+    const xo = i * cols, yo = i * rows;
+    for (let r = 0; r < rows; r++) {
+      let s = b ? b[r] : 0;
+      for (let c = 0, o = r * cols; c < cols; c++) s += w[o + c] * x[xo + c];
+      y[yo + r] = s;
+    }
   }
   return y;
 }
 
+const add = (a, b) => a.map((v, i) => v + b[i]);
 const EMB = 'bert.embeddings.', HEAD = 'cls.predictions.';
 
 function shapesOf(c) {  // every weight an MLM BERT of config c must have, with its shape
@@ -113,65 +124,142 @@ export class BertMLM {
       this.w[k] = t.data;
     }
   }
-  lin(x, name, rows, cols) { return linear(x, this.w[`${name}.weight`], this.w[`${name}.bias`], rows, cols); }
-  norm(x, name) { return layerNorm(x, this.w[`${name}.weight`], this.w[`${name}.bias`], this.c.eps); }
-  attend(h, p) {  // one layer's self-attention over the row: the mixed values, and each head's probabilities
-    const { d, H } = this.c, dh = d / H, n = h.length;
-    const proj = (m) => h.map((x) => this.lin(x, `${p}attention.self.${m}`, d, d));
-    const [q, k, v] = ['query', 'key', 'value'].map(proj);
-    const ctx = h.map(() => new Float64Array(d)), heads = [];
-    for (let a = 0; a < H; a++) {
-      const probs = [];
-      for (let i = 0; i < n; i++) {
-        const s = k.map((kj) => {
-          let z = 0;
-          for (let e = a * dh; e < (a + 1) * dh; e++) z += q[i][e] * kj[e];
-          return z / Math.sqrt(dh);
-        });
-        const m = Math.max(...s), ex = s.map((z) => Math.exp(z - m)), sum = ex.reduce((x, y) => x + y, 0);
-        const pr = ex.map((z) => z / sum);
-        for (let j = 0; j < n; j++) for (let e = a * dh; e < (a + 1) * dh; e++) ctx[i][e] += pr[j] * v[j][e];
-        probs.push(pr);
-      }
-      heads.push(probs);
-    }
-    return [ctx, heads];
+  lin(x, n, name, rows, cols) { return linear(x, n, this.w[`${name}.weight`], this.w[`${name}.bias`], rows, cols); }
+  norm(x, n, name) { return layerNorm(x, n, this.c.d, this.w[`${name}.weight`], this.w[`${name}.bias`], this.c.eps); }
+  check(ids) {
+    const { V, T } = this.c;
+    if (!Array.isArray(ids) || ids.length < 1) throw new Error('ids must be a list of one token or more');
+    if (ids.length > T) throw new Error(`a row of ${ids.length} tokens: this model reads at most ${T}`);
+    if (ids.some((i) => !Number.isInteger(i) || i < 0 || i >= V)) throw new Error(`ids must be whole numbers in [0, ${V})`);
   }
-  forward(ids) {  // one row of real tokens (no padding): {logits: T arrays of V, attention: [layer][head] T × T}
-    const { V, d, L, ff, T } = this.c, w = this.w, n = ids.length;
-    if (n > T) throw new Error(`a row of ${n} tokens: this model reads at most ${T}`);
-    if (ids.some((i) => !Number.isInteger(i) || i < 0 || i >= V))
-      throw new Error(`ids must be whole numbers in [0, ${V})`);
+  embed(ids) {  // word + position + type 0 (one segment), then the LayerNorm
+    const { d } = this.c, n = ids.length, x = new Float64Array(n * d), w = this.w;
     const word = w[`${EMB}word_embeddings.weight`], pos = w[`${EMB}position_embeddings.weight`];
-    const type = w[`${EMB}token_type_embeddings.weight`];  // one segment: type 0
-    let h = ids.map((id, t) => this.norm(Float64Array.from({ length: d },
-                                                           (_, j) => word[id * d + j] + pos[t * d + j] + type[j]),
-                                         `${EMB}LayerNorm`));
-    const attention = [];
-    for (let l = 0; l < L; l++) {
-      const p = `bert.encoder.layer.${l}.`, [ctx, heads] = this.attend(h, p);
-      attention.push(heads);
-      h = h.map((x, i) => this.norm(this.lin(ctx[i], `${p}attention.output.dense`, d, d).map((y, j) => y + x[j]),
-                                    `${p}attention.output.LayerNorm`));
-      h = h.map((x) => {
-        const f = this.lin(this.lin(x, `${p}intermediate.dense`, ff, d).map(gelu), `${p}output.dense`, d, ff);
-        return this.norm(f.map((y, j) => y + x[j]), `${p}output.LayerNorm`);
-      });
+    const type = w[`${EMB}token_type_embeddings.weight`];
+    ids.forEach((id, t) => { for (let j = 0; j < d; j++) x[t * d + j] = word[id * d + j] + pos[t * d + j] + type[j]; });
+    return this.norm(x, n, `${EMB}LayerNorm`).y;
+  }
+  layer(h, n, l) {  // one post-LN layer over the n rows of h: its output, each head's probabilities, what jvp reuses
+    const { d, H, ff } = this.c, dh = d / H, p = `bert.encoder.layer.${l}.`, scale = 1 / Math.sqrt(dh);
+    const [q, k, v] = ['query', 'key', 'value'].map((m) => this.lin(h, n, `${p}attention.self.${m}`, d, d));
+    const ctx = new Float64Array(n * d), probs = [];
+    for (let a = 0; a < H; a++) {
+      const P = new Float64Array(n * n);  // padding-only mask: a typed row has no padding, so every key is read
+      for (let i = 0; i < n; i++) {
+        let m = -Infinity, sum = 0;
+        for (let j = 0; j < n; j++) {
+          let z = 0;
+          for (let e = a * dh; e < (a + 1) * dh; e++) z += q[i * d + e] * k[j * d + e];
+          P[i * n + j] = z * scale; m = Math.max(m, z * scale);
+        }
+        for (let j = 0; j < n; j++) sum += (P[i * n + j] = Math.exp(P[i * n + j] - m));
+        for (let j = 0; j < n; j++) {
+          const pr = (P[i * n + j] /= sum);
+          for (let e = a * dh; e < (a + 1) * dh; e++) ctx[i * d + e] += pr * v[j * d + e];
+        }
+      }
+      probs.push(P);
     }
-    const logits = h.map((x) => {
-      const t = this.norm(this.lin(x, `${HEAD}transform.dense`, d, d).map(gelu), `${HEAD}transform.LayerNorm`);
-      return linear(t, word, w[`${HEAD}bias`], V, d);  // the decoder is the word table (tied), with its own bias
-    });
-    return { logits, attention };
+    const a1 = this.norm(add(this.lin(ctx, n, `${p}attention.output.dense`, d, d), h), n, `${p}attention.output.LayerNorm`);
+    const pre = this.lin(a1.y, n, `${p}intermediate.dense`, ff, d);
+    const a2 = this.norm(add(this.lin(pre.map(gelu), n, `${p}output.dense`, d, ff), a1.y), n, `${p}output.LayerNorm`);
+    return { h: a2.y, probs, q, k, v, a1, pre, a2 };
+  }
+  forward(ids, at = null) {  // one row of real tokens (no padding): {logits: a Float64Array of V for each position in
+    this.check(ids);         // `at` (all by default), attention: [layer][head] an n × n Float64Array, row i reading j}
+    const { V, d, L } = this.c, n = ids.length, w = this.w;
+    at ??= ids.map((_, i) => i);
+    if (!Array.isArray(at) || at.some((i) => !Number.isInteger(i) || i < 0 || i >= n))
+      throw new Error(`at must list positions in [0, ${n})`);
+    let h = this.embed(ids);
+    const attention = [];
+    for (let l = 0; l < L; l++) { const s = this.layer(h, n, l); attention.push(s.probs); h = s.h; }
+    const x = new Float64Array(at.length * d);  // the head and the decoder only where they are read
+    at.forEach((i, r) => x.set(h.subarray(i * d, (i + 1) * d), r * d));
+    const t = this.norm(this.lin(x, at.length, `${HEAD}transform.dense`, d, d).map(gelu), at.length,
+                        `${HEAD}transform.LayerNorm`).y;
+    const logits = linear(t, at.length, w[`${EMB}word_embeddings.weight`], w[`${HEAD}bias`], V, d);  // tied, own bias
+    return { logits: at.map((_, r) => logits.subarray(r * V, (r + 1) * V)), attention };
+  }
+  layerJvp(s, dh, n, l) {  // the tangent of layer l's output for a tangent dh of its input; s is layer(h, n, l)
+    const { d, H, ff } = this.c, dhd = d / H, p = `bert.encoder.layer.${l}.`, scale = 1 / Math.sqrt(dhd), w = this.w;
+    const [dq, dk, dv] = ['query', 'key', 'value'].map((m) => linear(dh, n, w[`${p}attention.self.${m}.weight`], null, d, d));
+    const dctx = new Float64Array(n * d), ds = new Float64Array(n);
+    for (let a = 0; a < H; a++) {
+      const P = s.probs[a];
+      for (let i = 0; i < n; i++) {
+        let mean = 0;  // softmax: dP_ij = P_ij (ds_ij - Σ_j' P_ij' ds_ij')
+        for (let j = 0; j < n; j++) {
+          let z = 0;
+          for (let e = a * dhd; e < (a + 1) * dhd; e++) z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
+          ds[j] = z * scale; mean += P[i * n + j] * ds[j];
+        }
+        for (let j = 0; j < n; j++) {
+          const pr = P[i * n + j], dp = pr * (ds[j] - mean);
+          for (let e = a * dhd; e < (a + 1) * dhd; e++) dctx[i * d + e] += dp * s.v[j * d + e] + pr * dv[j * d + e];
+        }
+      }
+    }
+    const dy1 = normJvp(add(linear(dctx, n, w[`${p}attention.output.dense.weight`], null, d, d), dh), s.a1, n, d,
+                        w[`${p}attention.output.LayerNorm.weight`]);
+    const dact = linear(dy1, n, w[`${p}intermediate.dense.weight`], null, ff, d).map((t, i) => t * dgelu(s.pre[i]));
+    return normJvp(add(linear(dact, n, w[`${p}output.dense.weight`], null, d, ff), dy1), s.a2, n, d,
+                   w[`${p}output.LayerNorm.weight`]);
+  }
+  reach(ids, samples = null) {  // 13's attention_reach: (n × n) |d output_i / d input-embedding_j|, Frobenius; exact
+    this.check(ids);            // (the d directions of each input), or from `samples` random ones (mean |J v|²)
+    const { d, L } = this.c, n = ids.length, states = [];
+    if (samples !== null && !(Number.isInteger(samples) && samples >= 1))
+      throw new Error(`samples must be a whole number >= 1 or null (exact), got ${samples}`);
+    let h = this.embed(ids);
+    for (let l = 0; l < L; l++) { states.push(this.layer(h, n, l)); h = states[l].h; }
+    const R = new Float64Array(n * n), K = samples ?? d, normal = gaussian(0);
+    for (let j = 0; j < n; j++) {
+      for (let k = 0; k < K; k++) {
+        let t = new Float64Array(n * d);
+        if (samples === null) t[j * d + k] = 1;
+        else for (let e = 0; e < d; e++) t[j * d + e] = normal();
+        for (let l = 0; l < L; l++) t = this.layerJvp(states[l], t, n, l);
+        for (let i = 0; i < n; i++) for (let e = 0; e < d; e++) R[i * n + j] += t[i * d + e] ** 2;
+      }
+    }
+    return R.map((r) => Math.sqrt(r / (samples ?? 1)));
   }
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
-  const [dir, rows] = process.argv.slice(2);
+function normJvp(dz, { xhat, r }, n, d, g) {  // LayerNorm's tangent: g · r (dz - mean dz - x̂ mean(x̂ dz)), row by row
+  const dy = new Float64Array(n * d);
+  for (let i = 0, o = 0; i < n; i++, o += d) {
+    let m = 0, mx = 0;
+    for (let j = 0; j < d; j++) { m += dz[o + j]; mx += dz[o + j] * xhat[o + j]; }
+    m /= d; mx /= d;
+    for (let j = 0; j < d; j++) dy[o + j] = g[j] * r[i] * (dz[o + j] - m - xhat[o + j] * mx);
+  }
+  return dy;
+}
+
+const dgelu = (x) => 0.5 * (1 + erf(x / Math.SQRT2)) + x * Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
+
+function gaussian(seed) {  // standard normals from a seeded 32-bit generator (mulberry32) by Box–Muller
+  let s = seed >>> 0;
+  const u = () => {
+    s = (s + 0x6D2B79F5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
+  };
+  return () => Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
+}
+
+if (globalThis.process?.argv?.[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
+  const [dir, rows, what = 'logits'] = process.argv.slice(2);
   try {
     const model = new BertMLM(JSON.parse(readFileSync(`${dir}/config.json`, 'utf8')),
                               readSafetensors(readFileSync(`${dir}/model.safetensors`)));
-    const out = JSON.parse(readFileSync(rows, 'utf8')).map((ids) => model.forward(ids).logits.map((l) => [...l]));
-    process.stdout.write(JSON.stringify(out));
+    const run = { logits: (ids) => model.forward(ids).logits.map((l) => [...l]),
+                  attention: (ids) => model.forward(ids, []).attention.map((hs) => hs.map((a) => [...a])),
+                  reach: (ids) => [...model.reach(ids)] }[what];
+    if (!run) throw new Error(`the third argument is logits, attention or reach, not ${JSON.stringify(what)}`);
+    process.stdout.write(JSON.stringify(JSON.parse(readFileSync(rows, 'utf8')).map(run)));
   } catch (e) { console.error(`bert.mjs: ${e.message}`); process.exit(2); }
 }

@@ -94,7 +94,7 @@ export class WordPiece {
   encode(text) { return ['[CLS]', ...this.tokenize(text), '[SEP]'].map((t) => this.ids.get(t)); }
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
+if (globalThis.process?.argv?.[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
   const [vocab, cases] = process.argv.slice(2);
   const wp = WordPiece.fromVocabText(readFileSync(vocab, 'utf8'));
   process.stdout.write(JSON.stringify(JSON.parse(readFileSync(cases, 'utf8')).map((t) => wp.encode(t))));

@@ -1,0 +1,219 @@
+// The page of the site where the chapter's BERT runs in the reader's browser (#59): type a text, hide words (a click,
+// or mlm_mask's draws from a seed), read the top five for each [MASK] as `bert-nb fill` prints them, and see every
+// head's attention and 13's attention reach. The shipped model is built into the site; the reader's own save_bert
+// directory opens through the file picker. tools/site.py bundles this file with the ports it imports.
+import { WordPiece, SPECIALS } from './wordpiece.mjs';
+import { BertMLM, readSafetensors } from './bert.mjs';
+import { PCG32, mask } from './mask.mjs';
+
+export const SHARES = [0.8, 0.1, 0.1];  // mlm_mask's ACTIONS: [MASK], a random id, the token kept
+
+export function loadModel(files) {  // {config: text, vocab: text, safetensors: ArrayBuffer} → {model, tok}
+  let config;
+  try { config = JSON.parse(files.config); } catch { throw new Error('config.json is not JSON'); }
+  if (config === null || typeof config !== 'object' || Array.isArray(config))
+    throw new Error('config.json is not a JSON object');
+  const model = new BertMLM(config, readSafetensors(files.safetensors)), tok = WordPiece.fromVocabText(files.vocab);
+  if (tok.tokens.length !== model.c.V)
+    throw new Error(`vocab.txt has ${tok.tokens.length} tokens but the word table ${model.c.V} rows`);
+  return { model, tok };
+}
+
+// bert_nb.fill for the ids between [CLS] and [SEP]: each blank read in a window of max_len around it, the softmax
+// with the specials' probabilities set to 0 (a blank is a word), its top k as [token, probability]
+export function fillIds({ model, tok }, body, k = 5) {
+  const at = body.flatMap((t, i) => (t === tok.ids.get('[MASK]') ? [i] : []));
+  const L = model.c.T - 2, specials = SPECIALS.map((s) => tok.ids.get(s)), out = [];
+  for (const i of at) {
+    const s = Math.min(Math.max(0, i - Math.floor(L / 2)), Math.max(0, body.length - L));
+    const row = [tok.ids.get('[CLS]'), ...body.slice(s, s + L), tok.ids.get('[SEP]')];
+    const logits = model.forward(row, [i - s + 1]).logits[0];
+    let m = -Infinity, sum = 0;
+    for (const z of logits) m = Math.max(m, z);
+    const p = logits.map((z) => Math.exp(z - m));
+    for (const z of p) sum += z;
+    for (const j of specials) p[j] = 0;
+    const top = [...p.keys()].sort((a, b) => p[b] - p[a] || a - b).slice(0, k);
+    out.push(top.map((j) => [tok.tokens[j], p[j] / sum]));
+  }
+  return out;
+}
+
+// mlm_batch(tok, [text], max_len, p, PCG32(seed)) for one text: the same row, the same draws
+export function drawMask({ model, tok }, text, seed, p) {
+  const ids = tok.encode(text), cut = ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
+  const specials = new Set(SPECIALS.map((s) => tok.ids.get(s)));
+  return mask(cut, cut.map((i) => specials.has(i)), null, cut.length, tok.ids.get('[MASK]'), tok.tokens.length, p,
+              SHARES, new PCG32(seed, 0));
+}
+
+const esc = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+const $ = (id) => document.getElementById(id);
+
+// A heat map of an n × n matrix (row i reads column j) on a canvas as wide as its box, tokens along both sides.
+function heatmap(canvas, M, n, labels, { log = false } = {}) {
+  const css = Math.min(canvas.parentElement.clientWidth, 560), margin = Math.min(90, css * 0.22);
+  const cell = (css - margin) / n, dpr = window.devicePixelRatio || 1, cx = canvas.getContext('2d');
+  canvas.style.width = `${css}px`; canvas.style.height = `${css}px`;
+  canvas.width = css * dpr; canvas.height = css * dpr;
+  cx.scale(dpr, dpr); cx.clearRect(0, 0, css, css);
+  const v = Array.from(M, (x) => (log ? Math.max(-6, Math.log10(x)) : x));
+  const lo = log ? Math.min(...v) : 0, hi = Math.max(...v, lo + 1e-12);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+    const t = (v[i * n + j] - lo) / (hi - lo);  // white to the site's indigo
+    cx.fillStyle = `rgb(${255 - 192 * t},${255 - 174 * t},${255 - 74 * t})`;
+    cx.fillRect(margin + j * cell, margin + i * cell, Math.ceil(cell), Math.ceil(cell));
+  }
+  cx.fillStyle = '#333'; cx.font = `${Math.max(9, Math.min(12, cell * 0.8))}px sans-serif`;
+  cx.textAlign = 'right'; cx.textBaseline = 'middle';
+  labels.forEach((l, i) => cx.fillText(l.slice(0, 10), margin - 3, margin + (i + 0.5) * cell));
+  labels.forEach((l, j) => {
+    cx.save(); cx.translate(margin + (j + 0.5) * cell, margin - 3); cx.rotate(-Math.PI / 2);
+    cx.textAlign = 'left'; cx.fillText(l.slice(0, 10), 0, 0); cx.restore();
+  });
+  return { lo, hi };
+}
+
+// bertviz's picture: tokens twice, a line from each reading token (left) to each token it reads (right), as dark as
+// its weight; one reading token only when `only` is set
+function lines(canvas, P, n, labels, only = null) {
+  const css = Math.min(canvas.parentElement.clientWidth, 560), row = 18, h = n * row + 8;
+  const dpr = window.devicePixelRatio || 1, cx = canvas.getContext('2d');
+  canvas.style.width = `${css}px`; canvas.style.height = `${h}px`;
+  canvas.width = css * dpr; canvas.height = h * dpr;
+  cx.scale(dpr, dpr); cx.clearRect(0, 0, css, h);
+  const x0 = css * 0.3, x1 = css * 0.7, y = (i) => 4 + (i + 0.5) * row;
+  cx.font = '12px sans-serif'; cx.textBaseline = 'middle'; cx.fillStyle = '#333';
+  labels.forEach((l, i) => {
+    cx.textAlign = 'right'; cx.fillText(l.slice(0, 12), x0 - 6, y(i));
+    cx.textAlign = 'left'; cx.fillText(l.slice(0, 12), x1 + 6, y(i));
+  });
+  for (let i = 0; i < n; i++) {
+    if (only !== null && i !== only) continue;
+    for (let j = 0; j < n; j++) {
+      cx.strokeStyle = `rgba(63,81,181,${P[i * n + j]})`; cx.lineWidth = 2;
+      cx.beginPath(); cx.moveTo(x0, y(i)); cx.lineTo(x1, y(j)); cx.stroke();
+    }
+  }
+}
+
+// The page: one state, drawn again whenever it changes.
+export class Page {
+  constructor(shipped) {
+    this.hidden = new Set(); this.drawn = null; this.focus = null; this.lastForwardMs = null;
+    this.use(loadModel({ config: shipped.config, vocab: shipped.vocab, safetensors: fromBase64(shipped.safetensors) }),
+             shipped.name);
+    $('play-text').addEventListener('input', () => { this.hidden.clear(); this.drawn = null; this.update(); });
+    $('play-draw').addEventListener('click', () => this.draw());
+    $('play-clear').addEventListener('click', () => { this.hidden.clear(); this.drawn = null; this.update(); });
+    for (const id of ['play-layer', 'play-head', 'play-view']) $(id).addEventListener('change', () => this.attention());
+    $('play-reach-run').addEventListener('click', () => this.reach());
+    $('play-files').addEventListener('change', (e) => this.open(e.target.files));
+    $('play-attn').addEventListener('click', (e) => this.pick(e));
+    this.update();
+  }
+  use(m, name) {
+    this.m = m; this.name = name; this.hidden.clear(); this.drawn = null;
+    const { L, H, d, V, T } = m.model.c;
+    $('play-model').textContent = `${name}: ${L} layers of width ${d}, ${H} heads, ${V.toLocaleString('en')} words, ` +
+      `rows of ${T}`;
+    $('play-layer').innerHTML = Array.from({ length: L }, (_, l) => `<option value="${l}">layer ${l + 1}</option>`).join('');
+    $('play-head').innerHTML = Array.from({ length: H }, (_, h) => `<option value="${h}">head ${h + 1}</option>`).join('');
+  }
+  say(text, error = false) { const m = $('play-msg'); m.textContent = text; m.className = error ? 'play-error' : ''; }
+  async open(list) {  // a save_bert directory's three files, chosen in the picker; the shipped model stays on a refusal
+    try {
+      const by = Object.fromEntries([...list].map((f) => [f.name, f]));
+      const need = ['config.json', 'vocab.txt', 'model.safetensors'], missing = need.filter((n) => !by[n]);
+      if (missing.length) throw new Error(`choose config.json, vocab.txt and model.safetensors of one save_bert ` +
+                                          `directory (missing: ${missing.join(', ')})`);
+      const m = loadModel({ config: await by['config.json'].text(), vocab: await by['vocab.txt'].text(),
+                            safetensors: await by['model.safetensors'].arrayBuffer() });
+      this.use(m, `your model (${[...list].length} files)`);
+      $('play-text').dispatchEvent(new Event('input'));
+      this.say('Your model is open: every answer below is its own.');
+    } catch (e) { this.say(`Not opened: ${e.message}`, true); }
+  }
+  base() {  // the typed text's ids as the model reads them: cut to its rows, [SEP] kept at the end
+    const { tok, model } = this.m, ids = tok.encode($('play-text').value);
+    return ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
+  }
+  row() {  // the ids the model reads: the text's, with the clicked positions hidden, or the drawn row
+    return this.drawn ? this.drawn.inputs : this.base().map((t, i) => (this.hidden.has(i) ? this.m.tok.ids.get('[MASK]') : t));
+  }
+  draw() {
+    const seed = Number($('play-seed').value), p = Number($('play-p').value);
+    if (!Number.isInteger(seed) || seed < 0 || seed > Number.MAX_SAFE_INTEGER)
+      return this.say(`seed must be a whole number >= 0, got ${$('play-seed').value}`, true);
+    if (!(p >= 0 && p <= 1)) return this.say(`p must be in [0, 1], got ${$('play-p').value}`, true);
+    const [inputs, labels] = drawMask(this.m, $('play-text').value, seed, p);
+    this.drawn = { inputs, labels, seed, p }; this.hidden.clear(); this.say('');
+    this.update();
+  }
+  update() {
+    try {
+      const { tok } = this.m, ids = tok.encode($('play-text').value), base = this.base(), row = this.row();
+      $('play-note').textContent = ids.length > row.length ? `The text is ${ids.length} tokens; the row below is ` +
+        `its first ${row.length}, as the model reads them (typed [MASK]s are filled in windows, as fill does).` : '';
+      $('play-pieces').innerHTML = row.map((t, i) => {
+        const orig = this.drawn ? (this.drawn.labels[i] >= 0 ? this.drawn.labels[i] : null) : (this.hidden.has(i) ? base[i] : null);
+        const special = SPECIALS.includes(tok.tokens[base[i]]) && !this.hidden.has(i);
+        return `<button type="button" class="play-piece${orig !== null ? ' play-hidden' : ''}" data-i="${i}"` +
+          `${special || this.drawn ? ' disabled' : ''}><span>${esc(tok.tokens[t])}</span><small>${t}</small>` +
+          `${orig !== null ? `<em>${esc(tok.tokens[orig])}</em>` : ''}</button>`;
+      }).join('');
+      for (const b of document.querySelectorAll('.play-piece:not([disabled])')) b.addEventListener('click', () => {
+        const i = Number(b.dataset.i);
+        this.hidden.has(i) ? this.hidden.delete(i) : this.hidden.add(i);
+        this.update();
+      });
+      $('play-drawn').textContent = this.drawn ? `Drawn by mlm_mask from PCG32(${this.drawn.seed}) at p = ` +
+        `${this.drawn.p}: ${this.drawn.labels.filter((l) => l >= 0).length} positions picked; under each, the token ` +
+        `it hides.` : '';
+      const body = this.drawn || this.hidden.size ? row.slice(1, -1) : ids.slice(1, -1);
+      const t = performance.now(), top = fillIds(this.m, body);
+      this.forwardAll(row);
+      this.lastForwardMs = performance.now() - t;
+      $('play-fill').innerHTML = top.length ? top.map((ans, k) => `<li><b>[MASK] ${k + 1}:</b> ` +
+        ans.map(([w, p]) => `<span class="play-answer">${esc(w)} ${p.toFixed(3)}</span>`).join(' ') + '</li>').join('')
+        : '<li>No [MASK] to fill: click a word above, draw a mask, or type [MASK].</li>';
+      $('play-time').textContent = `The model read this in ${this.lastForwardMs.toFixed(0)} ms.`;
+      $('play-reach-out').textContent = ''; this.reachMap = null;
+      $('play-reach').style.display = 'none';
+      this.attention();
+    } catch (e) { this.say(`Could not run: ${e.message}`, true); }
+  }
+  forwardAll(row) { this.labels = row.map((t) => this.m.tok.tokens[t]); this.att = this.m.model.forward(row, []).attention; }
+  attention() {
+    const l = Number($('play-layer').value), h = Number($('play-head').value), P = this.att[l][h], n = this.labels.length;
+    if ($('play-view').value === 'lines') lines($('play-attn'), P, n, this.labels, this.focus);
+    else heatmap($('play-attn'), P, n, this.labels);
+  }
+  pick(e) {  // lines: a click on a reading token shows only its lines; a second click, all again
+    if ($('play-view').value !== 'lines') return;
+    const r = e.target.getBoundingClientRect(), i = Math.floor((e.clientY - r.top - 4) / 18);
+    this.focus = this.focus === i || i < 0 || i >= this.labels.length ? null : i;
+    this.attention();
+  }
+  reach() {
+    const s = $('play-samples').value, samples = s === 'exact' ? null : Number(s), row = this.row();
+    const t = performance.now();
+    try { this.reachMap = this.m.model.reach(row, samples); } catch (e) { return this.say(`Could not run: ${e.message}`, true); }
+    $('play-reach').style.display = 'block';
+    const { lo, hi } = heatmap($('play-reach'), this.reachMap, row.length, this.labels, { log: true });
+    $('play-reach-out').textContent = `|d output i / d input embedding j| (row i, column j), log10 from ${lo.toFixed(1)} ` +
+      `(white) to ${hi.toFixed(1)} (dark), ${samples === null ? 'exact' : `from ${samples} random directions a token`}, ` +
+      `in ${(performance.now() - t).toFixed(0)} ms.`;
+  }
+}
+
+function fromBase64(b64) {
+  const s = atob(b64), bytes = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+  return bytes.buffer;
+}
+
+if (globalThis.document && globalThis.BERT_NB_SHIPPED) {
+  const start = () => { if ($('play')) globalThis.BertNb.page = new Page(globalThis.BERT_NB_SHIPPED); };
+  document.readyState === 'loading' ? document.addEventListener('DOMContentLoaded', start) : start();
+}

@@ -1,0 +1,214 @@
+"""The site's page where the chapter's BERT runs in the reader's browser (#59, tools/site_templates/play.md, the
+script bundled from ports/js), in the headless Chromium that `make docs-check` drives, with the network cut off: its
+WordPiece gives WordPieceTokenizer's ids, its logits are PyTorch's within the float32 bound of tests/tol.py, its top
+five are `fill`'s, its drawn masks are mlm_batch's, its attention and reach are transformers' and attention_reach's,
+a model of `bert-nb train --steps 30` opened through the file picker gives that model's logits, and every file that is
+not such a model gets one message on the page and no script error."""
+import base64, json, shutil, subprocess, sys, warnings
+from pathlib import Path
+import numpy as np
+import pytest
+import torch
+from bert_nb import (KJV, PCG32, BertConfig, BertEncoder, WordPieceTokenizer, fill, kjv_verses, load_bert,
+                     mlm_batch, save_bert)
+from tol import encoder_tol
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / '_docs'
+CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason='no chromium: `make docs-check` installs it, `make test` runs it')
+HARD = ['', '   ', '\t\n', 'Café déjà vu', 'naïve ÀÉÎÕÜ', '北京欢迎你 and 東京', 'emoji 😀👍🏽 family 👨‍👩‍👧',
+        'a' * 300, 'x' * 100, 'x' * 101, "don't--stop!!! (yes) [MASK] [mask] [MASK]x", 'Ǆ ǅ ǆ ß ẞ İ ı',
+        'zero\u200bwidth soft\u00adhyphen', 'tab\there\r\nnew line', 'Ελληνικά Кириллица עברית العربية हिन्दी']
+
+@pytest.fixture(scope='module')
+def page():
+    """The built page (tools/site.py, whose pages `make test` has just built for docs-check; built here, from the
+    stored outputs, where they are missing or the page's script is older than ports/js), open in Chromium."""
+    sys.path.insert(0, str(ROOT / 'tools'))
+    import importlib.util  # tools/site.py by its path: `import site` is the stdlib's
+    spec = importlib.util.spec_from_file_location('sitebuild', ROOT / 'tools' / 'site.py')
+    build = importlib.util.module_from_spec(spec); spec.loader.exec_module(build)
+    script = SITE / 'assets' / 'play' / 'bert-nb.js'
+    if not (SITE / 'play.html').exists() or not script.exists() or script.read_text() != build.bundle():
+        subprocess.run([sys.executable, str(ROOT / 'tools' / 'site.py'), '--no-execute'], check=True, capture_output=True)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-gpu'])
+        ctx = browser.new_context(viewport={'width': 1280, 'height': 900})
+        outside = []
+        ctx.route('**/*', lambda r: r.continue_() if r.request.url.startswith('file:')
+                  else (outside.append(r.request.url), r.abort()))
+        p, errors = ctx.new_page(), []
+        p.on('pageerror', lambda e: errors.append(str(e)))
+        p.goto((SITE / 'play.html').as_uri(), wait_until='load')
+        p.wait_for_function('globalThis.BertNb && BertNb.page', timeout=10_000)
+        p.errors, p.outside = errors, outside
+        yield p
+        browser.close()
+    assert not errors and not outside, (errors, outside)  # no script error, nothing asked of the network
+
+@pytest.fixture(scope='module')
+def kjv():
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return load_bert(KJV).eval(), WordPieceTokenizer.from_vocab(KJV)
+
+def shipped(page):
+    page.set_input_files('#play-files', [])
+    page.evaluate("BertNb.page.use(BertNb.loadModel({config: BERT_NB_SHIPPED.config, vocab: BERT_NB_SHIPPED.vocab,"
+                  " safetensors: Uint8Array.from(atob(BERT_NB_SHIPPED.safetensors), c => c.charCodeAt(0)).buffer}),"
+                  " BERT_NB_SHIPPED.name)")
+
+B64 = """(ids, at) => {  // the logits of one row at positions `at` (all by default), float64 bytes as base64
+  const out = BertNb.page.m.model.forward(ids, at ?? undefined).logits, V = out[0].length, all = new Float64Array(out.length * V);
+  out.forEach((l, i) => all.set(l, i * V));
+  const bytes = new Uint8Array(all.buffer);
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}"""
+
+def logits(page, ids, at=None) -> torch.Tensor:
+    "The page's logits of one row, exactly (float64 bytes: a JSON of millions of numbers takes minutes)."
+    raw = np.frombuffer(base64.b64decode(page.evaluate(f'([ids, at]) => ({B64})(ids, at)', [ids, at])), np.float64)
+    return torch.from_numpy(raw.copy()).reshape(len(at) if at is not None else len(ids), -1)
+
+def test_wordpiece_in_the_page_gives_the_python_ids(page, kjv):
+    tok, texts = kjv[1], [v.text for v in kjv_verses()] + HARD
+    js = page.evaluate('texts => texts.map(t => BertNb.page.m.tok.encode(t))', texts)
+    assert len(js) == len(texts) == 31_102 + len(HARD)
+    assert [i for i, (a, t) in enumerate(zip(js, texts)) if a != tok.encode(t)] == []
+
+def test_the_page_computes_pytorchs_logits(page, kjv):
+    "Every position's logits for 8 held-out verses; for 50, the top five at every position and the blank's logits."
+    model, tok = kjv
+    rows = [ids[:2] + [tok.mask_id] + ids[3:32] for ids in (tok.encode(v.text) for v in kjv_verses()[-50:])]
+    for k, ids in enumerate(rows):
+        with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0].double()
+        bound = encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())  # float32's error alone
+        js = logits(page, ids, None if k < 8 else [2])
+        assert (js - (ours if k < 8 else ours[2:3])).abs().max().item() <= bound
+        top = page.evaluate("""ids => BertNb.page.m.model.forward(ids).logits.map(l =>
+            [...l.keys()].sort((a, b) => l[b] - l[a] || a - b).slice(0, 5))""", ids)
+        assert top == ours.topk(5).indices.tolist()  # at every position, [MASK] included
+
+def blanks(tok, n=50):
+    "n held-out verses, each with its first word of three letters or more (one token) hidden."
+    out = []
+    for v in kjv_verses()[-n:]:
+        words = v.text.split()
+        k = next(i for i, w in enumerate(words) if w.isalpha() and len(w) >= 3 and len(tok.encode(w)) == 3)
+        out.append(' '.join(words[:k] + ['[MASK]'] + words[k + 1:]))
+    return out
+
+def test_the_pages_top_five_are_fills(page, kjv):
+    "Typed into the page: its list under each [MASK] is fill's, word for word, probabilities to fill's 3 decimals."
+    model, tok = kjv
+    for text in blanks(tok):
+        page.fill('#play-text', text)
+        shown = [li.split(':', 1)[1].split() for li in page.locator('#play-fill li').all_inner_texts()]
+        theirs = fill(model, tok, text)
+        assert len(shown) == len(theirs) == 1
+        assert shown[0][::2] == [t for t, _ in theirs[0]]
+        assert all(abs(float(s) - p) <= 5e-4 + 1e-6 for s, (_, p) in zip(shown[0][1::2], theirs[0]))
+
+def test_a_drawn_mask_is_mlm_batchs(page, kjv):
+    tok = kjv[1]
+    for text in ['In the beginning God created the heaven and the earth.', kjv_verses()[100].text * 2, 'Amen.']:
+        for seed, p in [(0, 0.15), (7, 0.5), (2026, 1.0), (3, 0.0)]:
+            page.fill('#play-text', text); page.fill('#play-seed', str(seed)); page.fill('#play-p', str(p))
+            page.click('#play-draw')
+            got = page.evaluate('[BertNb.page.drawn.inputs, BertNb.page.drawn.labels]')
+            b = mlm_batch(tok, [text], 32, p, PCG32(seed))
+            assert got == [b['input_ids'][0].tolist(), b['labels'][0].tolist()]
+            assert page.locator('.play-hidden').count() == int((b['labels'] >= 0).sum())
+
+def test_a_click_hides_a_word_and_the_page_fills_it(page, kjv):
+    model, tok = kjv
+    page.fill('#play-text', 'And God said, Let there be light: and there was light.')
+    page.click('.play-piece[data-i="3"]')  # said
+    assert page.evaluate('BertNb.page.row()')[3] == tok.mask_id
+    words = page.locator('#play-fill li').inner_text().split(':', 1)[1].split()[::2]
+    assert words == [t for t, _ in fill(model, tok, 'And God [MASK], Let there be light: and there was light.')[0]]
+    page.click('.play-piece[data-i="3"]')
+    assert 'No [MASK]' in page.locator('#play-fill').inner_text()
+
+def test_attention_and_reach_are_transformers_and_attention_reach(page, kjv):
+    from transformers import BertForMaskedLM
+    from bert_nb.diagnostics import attention_reach
+    tok = kjv[1]
+    ids = tok.encode('In the beginning God created')
+    hf = BertForMaskedLM.from_pretrained(str(KJV), attn_implementation='eager').double().eval()
+    with torch.no_grad(): theirs = hf(torch.tensor([ids]), output_attentions=True).attentions
+    js = page.evaluate('ids => BertNb.page.m.model.forward(ids, []).attention.map(l => l.map(a => Array.from(a)))', ids)
+    n = len(ids)
+    for l, heads in enumerate(js):  # float64 both sides: a few roundings of 1e-16 on probabilities under 1
+        for h, a in enumerate(heads): assert np.abs(np.reshape(a, (n, n)) - theirs[l][0, h].numpy()).max() < 1e-12
+    reach = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids))', ids), (n, n))
+    ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(ids)).numpy()
+    assert np.abs(reach - ref).max() <= 1e-9 * ref.max()  # float64 through two layers and their derivatives
+    sampled = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids, 64))', ids), (n, n))
+    assert np.abs(sampled / ref - 1).max() < 0.5  # 64 directions: the estimate of |J|² has a spread of about 1/4
+    page.fill('#play-text', 'In the beginning God created')
+    page.select_option('#play-samples', 'exact'); page.click('#play-reach-run')
+    assert 'exact' in page.locator('#play-reach-out').inner_text()
+    assert np.abs(np.reshape(page.evaluate('Array.from(BertNb.page.reachMap)'), (n, n)) - ref).max() <= 1e-9 * ref.max()
+
+@pytest.fixture(scope='module')
+def run30(tmp_path_factory):
+    out = tmp_path_factory.mktemp('run30') / 'run'
+    subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'train', '--steps', '30', '--out', str(out), '--quiet'],
+                   check=True, capture_output=True)
+    return out / 'model'
+
+def test_a_model_opened_through_the_file_picker_gives_its_own_logits(page, run30):
+    page.set_input_files('#play-files', [str(run30 / f) for f in ('config.json', 'vocab.txt', 'model.safetensors')])
+    page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
+    assert 'Your model is open' in page.locator('#play-msg').inner_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model, tok = load_bert(run30).eval(), WordPieceTokenizer.from_vocab(run30)
+    for ids in [tok.encode(v.text)[:32] for v in kjv_verses()[-5:]]:
+        js = logits(page, ids)
+        with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0].double()
+        assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())
+    shipped(page)
+
+def bad(kind: str, tmp: Path, run30: Path) -> list[Path]:
+    "A directory of the three files, made into what `kind` says."
+    d = tmp / kind
+    shutil.copytree(run30, d)
+    st, conf = d / 'model.safetensors', json.loads((d / 'config.json').read_text())
+    if kind == 'text': st.write_text('hello, this is not a model')
+    if kind == 'cut': st.write_bytes(st.read_bytes()[:100_000])
+    if kind == 'vocab': (d / 'vocab.txt').write_text((d / 'vocab.txt').read_text() + 'extra\n')
+    if kind == 'config': (d / 'config.json').write_text('{"model_type": "bert",')
+    if kind == 'modernbert':
+        from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM
+        from bert_nb.modernbert_files import save_modernbert
+        save_modernbert(ModernBertForMLM(ModernBertConfig(60, d_model=16, n_heads=2, n_layers=2, d_ff=24, window=4)),
+                        tmp / 'mb')
+        for f in ('config.json', 'model.safetensors'): shutil.copy(tmp / 'mb' / f, d / f)
+    if kind == 'classifier':
+        from bert_nb.finetune import Classifier, save_classifier
+        enc = BertEncoder(BertConfig(conf['vocab_size'], max_len=32, d_model=16, n_heads=2, n_layers=1, d_ff=32),
+                          pooler=True)
+        save_classifier(Classifier(enc, 2), tmp / 'clf', WordPieceTokenizer.from_vocab(run30), ['a', 'b'])
+        for f in ('config.json', 'model.safetensors'): shutil.copy(tmp / 'clf' / f, d / f)
+    files = [d / f for f in ('config.json', 'vocab.txt', 'model.safetensors')]
+    return files[1:] if kind == 'missing' else files
+
+@pytest.mark.parametrize('kind, says', [
+    ('text', 'not a safetensors file'), ('cut', 'cut short'), ('vocab', 'tokens but the word table'),
+    ('config', 'config.json is not JSON'), ('modernbert', 'not a BERT'), ('classifier', 'not an MLM BERT'),
+    ('missing', 'missing: config.json')])
+def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path, kind, says):
+    before = page.locator('#play-model').inner_text()
+    page.evaluate("document.getElementById('play-msg').textContent = ''")
+    page.set_input_files('#play-files', [str(f) for f in bad(kind, tmp_path, run30)])
+    page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
+    msg = page.locator('#play-msg')
+    assert says in msg.inner_text() and msg.get_attribute('class') == 'play-error', msg.inner_text()
+    assert page.locator('#play-model').inner_text() == before  # the model in use stays
+    assert not page.errors
