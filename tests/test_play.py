@@ -4,7 +4,7 @@ WordPiece gives WordPieceTokenizer's ids, its logits are PyTorch's within the fl
 five are `fill`'s, its drawn masks are mlm_batch's, its attention and reach are transformers' and attention_reach's,
 a model of `bert-nb train --steps 30` opened through the file picker gives that model's logits, and every file that is
 not such a model gets one message on the page and no script error."""
-import base64, json, shutil, subprocess, sys, warnings
+import base64, copy, importlib.util, json, os, shutil, subprocess, sys, warnings
 from pathlib import Path
 import numpy as np
 import pytest
@@ -21,17 +21,30 @@ HARD = ['', '   ', '\t\n', 'Café déjà vu', 'naïve ÀÉÎÕÜ', '北京欢迎
         'a' * 300, 'x' * 100, 'x' * 101, "don't--stop!!! (yes) [MASK] [mask] [MASK]x", 'Ǆ ǅ ǆ ß ẞ İ ı',
         'zero\u200bwidth soft\u00adhyphen', 'tab\there\r\nnew line', 'Ελληνικά Кириллица עברית العربية हिन्दी']
 
-@pytest.fixture(scope='module')
-def page():
-    """The built page (tools/site.py, whose pages `make test` has just built for docs-check; built here, from the
-    stored outputs, where they are missing or the page's script is older than ports/js), open in Chromium."""
-    sys.path.insert(0, str(ROOT / 'tools'))
-    import importlib.util  # tools/site.py by its path: `import site` is the stdlib's
-    spec = importlib.util.spec_from_file_location('sitebuild', ROOT / 'tools' / 'site.py')
-    build = importlib.util.module_from_spec(spec); spec.loader.exec_module(build)
-    script = SITE / 'assets' / 'play' / 'bert-nb.js'
-    if not (SITE / 'play.html').exists() or not script.exists() or script.read_text() != build.bundle():
+def built_page(tmp: Path) -> Path:
+    """The built page, play.html: `make test` has just built the site for docs-check (a run elsewhere names it in
+    BERT_NB_SITE; where there is none, it is built here from the stored outputs). Where its script is not ports/js as
+    it is now (the scratch copy of a mutant), a mirror of the site in `tmp` takes the script bundled now."""
+    spec = importlib.util.spec_from_file_location('bundle', ROOT / 'tools' / 'bundle.py')  # tools/ is no package
+    spec.loader.exec_module(tools := importlib.util.module_from_spec(spec))
+    site = Path(os.environ.get('BERT_NB_SITE', SITE))
+    if not (site / 'play.html').exists():
         subprocess.run([sys.executable, str(ROOT / 'tools' / 'site.py'), '--no-execute'], check=True, capture_output=True)
+    script = tools.bundle()
+    if (site / 'assets' / 'play' / 'bert-nb.js').read_text() == script: return site / 'play.html'
+    (tmp / 'assets' / 'play').mkdir(parents=True)
+    for f in site.iterdir():
+        if f.name != 'assets': (tmp / f.name).symlink_to(f)
+    for f in (site / 'assets').iterdir():
+        if f.name != 'play': (tmp / 'assets' / f.name).symlink_to(f)
+    (tmp / 'assets' / 'play' / 'kjv-model.js').symlink_to(site / 'assets' / 'play' / 'kjv-model.js')
+    (tmp / 'assets' / 'play' / 'bert-nb.js').write_text(script)
+    return tmp / 'play.html'
+
+@pytest.fixture(scope='module')
+def page(tmp_path_factory):
+    "The page open in Chromium, the network cut off."
+    html = built_page(tmp_path_factory.mktemp('site'))
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-gpu'])
@@ -41,7 +54,7 @@ def page():
                   else (outside.append(r.request.url), r.abort()))
         p, errors = ctx.new_page(), []
         p.on('pageerror', lambda e: errors.append(str(e)))
-        p.goto((SITE / 'play.html').as_uri(), wait_until='load')
+        p.goto(html.as_uri(), wait_until='load')
         p.wait_for_function('globalThis.BertNb && BertNb.page', timeout=10_000)
         p.errors, p.outside = errors, outside
         yield p
@@ -83,12 +96,17 @@ def test_wordpiece_in_the_page_gives_the_python_ids(page, kjv):
 def test_the_page_computes_pytorchs_logits(page, kjv):
     "Every position's logits for 8 held-out verses; for 50, the top five at every position and the blank's logits."
     model, tok = kjv
+    model64 = copy.deepcopy(model).double()
     rows = [ids[:2] + [tok.mask_id] + ids[3:32] for ids in (tok.encode(v.text) for v in kjv_verses()[-50:])]
     for k, ids in enumerate(rows):
         with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0].double()
         bound = encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())  # float32's error alone
         js = logits(page, ids, None if k < 8 else [2])
         assert (js - (ours if k < 8 else ours[2:3])).abs().max().item() <= bound
+        if k < 8:  # and the same formula in float64 on both sides: within float64's bound, 10⁻¹¹ here
+            with torch.no_grad(): exact = model64(torch.tensor([ids]))[0][0]
+            assert (js - exact).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float64,
+                                                                  exact.abs().max().item())
         top = page.evaluate("""ids => BertNb.page.m.model.forward(ids).logits.map(l =>
             [...l.keys()].sort((a, b) => l[b] - l[a] || a - b).slice(0, 5))""", ids)
         assert top == ours.topk(5).indices.tolist()  # at every position, [MASK] included
@@ -105,13 +123,18 @@ def blanks(tok, n=50):
 def test_the_pages_top_five_are_fills(page, kjv):
     "Typed into the page: its list under each [MASK] is fill's, word for word, probabilities to fill's 3 decimals."
     model, tok = kjv
-    for text in blanks(tok):
+    verses = [v.text for v in kjv_verses()[-60:-50]]
+    long = [f'{verses[0]} {verses[1]} the [MASK] of the LORD.',  # past the rows: windows, clamped to the text's end
+            f'[MASK] {verses[2]} {verses[3]}', f'{verses[4]} [MASK] {verses[5]} {verses[6]} and [MASK]']
+    for text in blanks(tok) + long:
         page.fill('#play-text', text)
         shown = [li.split(':', 1)[1].split() for li in page.locator('#play-fill li').all_inner_texts()]
         theirs = fill(model, tok, text)
-        assert len(shown) == len(theirs) == 1
-        assert shown[0][::2] == [t for t, _ in theirs[0]]
-        assert all(abs(float(s) - p) <= 5e-4 + 1e-6 for s, (_, p) in zip(shown[0][1::2], theirs[0]))
+        assert len(shown) == len(theirs) == text.count('[MASK]')
+        if text in long: assert len(tok.encode(text)) > 32
+        for mine, top in zip(shown, theirs):
+            assert mine[::2] == [t for t, _ in top]
+            assert all(abs(float(s) - p) <= 5e-4 + 1e-6 for s, (_, p) in zip(mine[1::2], top))
 
 def test_a_drawn_mask_is_mlm_batchs(page, kjv):
     tok = kjv[1]
@@ -154,6 +177,8 @@ def test_attention_and_reach_are_transformers_and_attention_reach(page, kjv):
     page.select_option('#play-samples', 'exact'); page.click('#play-reach-run')
     assert 'exact' in page.locator('#play-reach-out').inner_text()
     assert np.abs(np.reshape(page.evaluate('Array.from(BertNb.page.reachMap)'), (n, n)) - ref).max() <= 1e-9 * ref.max()
+    page.fill('#play-text', kjv_verses()[0].text + ' ' + kjv_verses()[1].text); page.click('#play-reach-run')
+    assert 'would hold the page for seconds' in page.locator('#play-msg').inner_text()  # exact: 16 tokens at most
 
 @pytest.fixture(scope='module')
 def run30(tmp_path_factory):
@@ -163,6 +188,7 @@ def run30(tmp_path_factory):
     return out / 'model'
 
 def test_a_model_opened_through_the_file_picker_gives_its_own_logits(page, run30):
+    page.evaluate("document.getElementById('play-msg').textContent = ''")
     page.set_input_files('#play-files', [str(run30 / f) for f in ('config.json', 'vocab.txt', 'model.safetensors')])
     page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
     assert 'Your model is open' in page.locator('#play-msg').inner_text()

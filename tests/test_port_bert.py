@@ -50,3 +50,11 @@ def test_a_file_that_is_not_such_a_model_is_refused(tmp_path, damage, says):
     if damage in ('modernbert', 'heads'): (d / 'config.json').write_text(json.dumps(conf))
     r = run(d, [[2, 5, 3]], tmp_path)
     assert r.returncode != 0 and says in r.stderr, r.stderr[-500:]
+
+def test_the_audits_javascript_cases():
+    "tools/audit_js.mjs: every bad input to ports/js's exported functions is refused by an error of ours, naming it."
+    r = subprocess.run(['node', str(PORT.parents[2] / 'tools' / 'audit_js.mjs'), str(KJV)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    assert len(out) >= 60 and {k: v for k, v in out.items() if v not in ('clear', 'correct')} == {}
+    assert sum(v == 'correct' for v in out.values()) == 10  # the valid edge cases, accepted

@@ -1,7 +1,8 @@
 """Mutation testing: apply each fault to a scratch copy of the package, run the tests against it, print who killed it.
 
-A fault is a small, plausible mistake in the exported code (`bert_nb/*.py`), written as one exact text replacement
-inside one top-level block (a function or class). The tests must fail on every fault that changes behaviour; a
+A fault is a small, plausible mistake in the exported code (`bert_nb/*.py`) or in the page's JavaScript
+(`ports/js/*.mjs`), written as one exact text replacement inside one top-level block (a function or class). The
+page's faults need the site built (`make docs`): its tests open it with the faulty script in place. The tests must fail on every fault that changes behaviour; a
 fault that survives is either a missing test or an equivalent mutant, which the table says.
 
     make mutants                       # every fault, two at a time
@@ -712,17 +713,63 @@ FAULTS += [
           "return isinstance(t, str) or", "return True or", TAGGING + FINETUNE),
 ]
 
-def block_span(text: str, start: str) -> tuple[int, int]:
+# #59: the page's JavaScript (ports/js, bundled into the site by tools/site.py): its encoder, derivatives, tokenizer,
+# masks and page, each fault killed by the node tests or by the page's own in Chromium (the site as built beside it)
+PORTS = ['tests/test_port_bert.py', 'tests/test_port_wordpiece.py']
+PAGE = ['tests/test_play.py']
+FAULTS += [
+    Fault('i01', "GPT-2's tanh GELU in the page's encoder", 'ports/js/bert.mjs', 'const gelu = ',
+          '0.5 * x * (1 + erf(x / Math.SQRT2))',
+          '0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))', PORTS),
+    Fault('i02', 'attention scores not scaled by 1/sqrt(d_head)', 'ports/js/bert.mjs', 'export class BertMLM',
+          'P[i * n + j] = z * scale; m = Math.max(m, z * scale);', 'P[i * n + j] = z; m = Math.max(m, z);', PORTS),
+    Fault('i03', "the decoder's bias left out", 'ports/js/bert.mjs', 'export class BertMLM',
+          "w[`${HEAD}bias`], V, d);", 'null, V, d);', PORTS),
+    Fault('i04', "LayerNorm's variance over d - 1", 'ports/js/bert.mjs', 'function layerNorm(',
+          'r[i] = 1 / Math.sqrt(v / d + eps);', 'r[i] = 1 / Math.sqrt(v / (d - 1) + eps);', PORTS),
+    Fault('i05', 'token types never added', 'ports/js/bert.mjs', 'export class BertMLM',
+          '+ pos[t * d + j] + type[j];', '+ pos[t * d + j];', PORTS),
+    Fault('i06', "the reach's softmax derivative without its mean", 'ports/js/bert.mjs', 'export class BertMLM',
+          'dp = pr * (ds[j] - mean);', 'dp = pr * ds[j];', PAGE),
+    Fault('i07', "GELU's derivative without x·φ(x)", 'ports/js/bert.mjs', 'const dgelu = ',
+          ' + x * Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);', ';', PAGE),
+    Fault('i08', 'a header of null read as no tensors', 'ports/js/bert.mjs', 'export function readSafetensors(',
+          "if (header === null || typeof header !== 'object' || Array.isArray(header))", 'if (false)', PORTS),
+    Fault('i09', "fill's probabilities not normalised", 'ports/js/play.mjs', 'export function fillIds(',
+          '[tok.tokens[j], p[j] / sum]', '[tok.tokens[j], p[j]]', PAGE),
+    Fault('i10', 'a vocabulary of another size than the word table opened', 'ports/js/play.mjs', 'export function loadModel(',
+          'if (tok.tokens.length !== model.c.V)', 'if (false)', PAGE),
+    Fault('i11', "a drawn row not cut to the model's rows", 'ports/js/play.mjs', 'export function drawMask(',
+          'cut = ids.length > model.c.T ?', 'cut = false ?', PAGE),
+    Fault('i12', 'a click hides the next token', 'ports/js/play.mjs', 'export class Page',
+          "const i = Number(b.dataset.i);", "const i = Number(b.dataset.i) + 1;", PAGE),
+    Fault('i13', "fill's window not clamped to the text's end", 'ports/js/play.mjs', 'export function fillIds(',
+          'Math.min(Math.max(0, i - Math.floor(L / 2)), Math.max(0, body.length - L))',
+          'Math.max(0, i - Math.floor(L / 2))', PAGE),
+    Fault('i14', 'accents kept', 'ports/js/wordpiece.mjs', 'export function normalize(',
+          "within(PUNCT, m) ? m : ''", "within(PUNCT, m) ? m : m", PORTS),
+    Fault('i15', 'a word of 101 characters split into pieces', 'ports/js/wordpiece.mjs', 'const MAX_WORD',
+          'const MAX_WORD = 100;', 'const MAX_WORD = 101;', PORTS),
+    Fault('i16', 'the label set to the shown token', 'ports/js/mask.mjs', 'export function mask(',
+          '    else if (a === 1) inputs[i] = rng.below(vocab);\n',
+          '    else if (a === 1) inputs[i] = rng.below(vocab);\n    labels[i] = inputs[i];\n', ['tests/test_golden.py']),
+    Fault('i17', 'the engine left to refuse a bad seed', 'ports/js/mask.mjs', 'export class PCG32',
+          'if (whole) b = BigInt(v);', 'b = BigInt(v);', PORTS),
+]
+
+def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
     "The span of the top-level block that starts with `start`: up to the next top-level def, class or cell marker."
     i = text.find('\n' + start) + 1
     if i == 0 or text.count('\n' + start) != 1: raise ValueError(f"{start!r} does not start exactly one block")
-    m = re.compile(r'\n(?=def |class |@|# %%|[A-Za-z_]\w* *=)').search(text, i + len(start))
+    top = r'\n(?=export |function |class |const |let |if \()' if js else r'\n(?=def |class |@|# %%|[A-Za-z_]\w* *=)'
+    m = re.compile(top).search(text, i + len(start))
     return i, m.start() + 1 if m else len(text)
 
-def apply(fault: Fault, pkg: Path):
-    path = pkg / fault.file
+def apply(fault: Fault, scratch: Path):
+    "The fault, in the scratch copy: a file of bert_nb/, or one under ports/ named from the top."
+    path = scratch / fault.file if fault.file.startswith('ports/') else scratch / 'bert_nb' / fault.file
     text = path.read_text()
-    i, j = block_span(text, fault.block)
+    i, j = block_span(text, fault.block, js=path.suffix == '.mjs')
     if text[i:j].count(fault.old) != 1: raise ValueError(f"{fault.id}: the text to change is not in {fault.block} exactly once")
     path.write_text(text[:i] + text[i:j].replace(fault.old, fault.new) + text[j:])
 
@@ -732,9 +779,11 @@ def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
         d = Path(d)
         shutil.copytree(root / 'bert_nb', d / 'bert_nb', ignore=shutil.ignore_patterns('__pycache__'))
         shutil.copytree(root / 'tests', d / 'tests', ignore=shutil.ignore_patterns('__pycache__', '.hypothesis'))
-        shutil.copytree(root / 'ports', d / 'ports')  # the JavaScript port the golden tests run
-        if fault: apply(fault, d / 'bert_nb')
-        env = dict(os.environ, PYTHONPATH=str(d), PYTHONDONTWRITEBYTECODE='1')
+        shutil.copytree(root / 'ports', d / 'ports')  # the JavaScript the golden, port and page tests run
+        shutil.copytree(root / 'tools', d / 'tools', ignore=shutil.ignore_patterns('__pycache__'))  # its bundler, audit
+        if fault: apply(fault, d)
+        # the page's tests open the site built here (`make docs`), with the scratch copy's script put in its place
+        env = dict(os.environ, PYTHONPATH=str(d), PYTHONDONTWRITEBYTECODE='1', BERT_NB_SITE=str(root / '_docs'))
         t = time.time()
         r = subprocess.run([sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '--rootdir', str(d), *tests],
                            cwd=d, env=env, capture_output=True, text=True)
@@ -752,8 +801,10 @@ def main():
     if a.dry:
         for f in faults:
             with tempfile.TemporaryDirectory() as d:
-                shutil.copytree(root / 'bert_nb', Path(d) / 'bert_nb'); apply(f, Path(d) / 'bert_nb')
-                compile((Path(d) / 'bert_nb' / f.file).read_text(), f.file, 'exec')
+                for part in ('bert_nb', 'ports'): shutil.copytree(root / part, Path(d) / part)
+                apply(f, Path(d))
+                if f.file.endswith('.mjs'): subprocess.run(['node', '--check', str(Path(d) / f.file)], check=True)
+                else: compile((Path(d) / 'bert_nb' / f.file).read_text(), f.file, 'exec')
         return print(f'{len(faults)} faults apply and compile')
     # the scratch copy must be what the tests import, and the unchanged code must pass
     files = sorted({t for f in faults for t in f.tests if t.startswith('tests/')})

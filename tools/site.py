@@ -15,6 +15,7 @@ from markdown.extensions.toc import slugify
 from nbconvert import MarkdownExporter
 from nbconvert.preprocessors import TagRemovePreprocessor
 from nbrun import root, in_kernel, directives, strip_directives, stale_outputs, kernel_warnings
+from bundle import bundle
 
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
@@ -144,25 +145,6 @@ def assets(dest: Path):
                 shim.parent.mkdir(parents=True, exist_ok=True)
                 shim.write_bytes(t.extractfile('package/shim/index.js').read())
     for f in ('extra.css', 'mathjax-config.js'): shutil.copy(TEMPLATES / f, dest / f)
-
-PORTS = root / 'ports' / 'js'
-PLAY = ['skew', 'wordpiece', 'mask', 'bert', 'play']  # the page's modules, each after those it imports
-
-def bundle(names: list[str] = PLAY) -> str:
-    """ports/js's ES modules as one classic script: a page opened from file:// may not load a module. Each module keeps
-    its own scope; its exports go into the global BertNb, where the modules after it find them; its command line
-    (node only, from `if (globalThis.process` to the end) is left out."""
-    out = ['"use strict";  // built by tools/site.py from ports/js: edit those, not this', 'globalThis.BertNb = {};']
-    for name in names:
-        src = (PORTS / f'{name}.mjs').read_text()
-        src = src.split('\nif (globalThis.process?.argv')[0]
-        src = re.sub(r"^import \{([^}]*)\} from '\./\w+\.mjs';$", r'const {\1} = BertNb;', src, flags=re.M)
-        src = re.sub(r"^import .* from 'node:\w+';\n", '', src, flags=re.M)
-        names_out = re.findall(r'^export (?:async )?(?:function|class|const) (\w+)', src, re.M)
-        src = re.sub(r'^export ', '', src, flags=re.M)
-        if 'import' in re.sub(r'//.*', '', src): raise ValueError(f'{name}.mjs: an import the bundle cannot take')
-        out.append(f"{{  // ports/js/{name}.mjs\n{src}\nObject.assign(BertNb, {{ {', '.join(names_out)} }});\n}}")
-    return '\n'.join(out) + '\n'
 
 def play(dest: Path, model: Path):
     "The page's script and the shipped model as a script (base64): a page from file:// may not fetch a file."

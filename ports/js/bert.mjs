@@ -15,10 +15,18 @@ export function readSafetensors(buffer) {  // {name: {shape, data: Float32Array}
   let header;
   try { header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n))); }
   catch { throw new Error('model.safetensors has no readable header: not a safetensors file'); }
+  if (header === null || typeof header !== 'object' || Array.isArray(header))
+    throw new Error('model.safetensors has no table of tensors in its header: not a safetensors file');
   const out = {}, data = bytes.subarray(8 + n), size = { F32: 4, BF16: 2, F16: 2 };
   for (const [name, t] of Object.entries(header)) {
     if (name === '__metadata__') continue;
-    if (!(t.dtype in size)) throw new Error(`${name} is ${t.dtype}: only float32, bfloat16 and float16 are read`);
+    const whole = (x) => Number.isSafeInteger(x) && x >= 0;
+    if (t === null || typeof t !== 'object' || !Array.isArray(t.shape) || !t.shape.every(whole) ||
+        !Array.isArray(t.data_offsets) || t.data_offsets.length !== 2 || !t.data_offsets.every(whole))
+      throw new Error(`${name} has no shape or offsets of whole numbers: the file is corrupt`);
+    if (!Object.hasOwn(size, t.dtype))
+      throw new Error(`${name} is ${JSON.stringify(t.dtype) ?? 'of no dtype'}: only float32, bfloat16 and float16 ` +
+                      'are read');
     const count = t.shape.reduce((a, b) => a * b, 1), [a, b] = t.data_offsets;
     if (!(0 <= a && a <= b && b <= data.length) || b - a !== count * size[t.dtype])
       throw new Error(`${name} lies outside the file or does not fit its shape: the file is cut short or corrupt`);
@@ -54,7 +62,7 @@ export function erf(x) {  // float64-accurate: the series near 0, the continued 
 const gelu = (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
 
 // Activations are flat Float64Arrays, one row of the sequence after another; weights stay the file's Float32Arrays.
-function layerNorm(x, n, d, g, b, eps) {  // each of the n rows of x; also the rows normalised before the gain, for jvp
+function layerNorm(x, n, d, g, b, eps) {  // each of the n rows of x; also x̂ and 1/σ, which the tangents reuse
   const y = new Float64Array(n * d), xhat = new Float64Array(n * d), r = new Float64Array(n);
   for (let i = 0, o = 0; i < n; i++, o += d) {
     let mean = 0, v = 0;
@@ -104,6 +112,10 @@ function shapesOf(c) {  // every weight an MLM BERT of config c must have, with 
 
 export class BertMLM {
   constructor(config, weights) {  // config.json's dict; readSafetensors' tensors
+    if (config === null || typeof config !== 'object' || Array.isArray(config))
+      throw new TypeError('config must be the object of a config.json');
+    if (weights === null || typeof weights !== 'object')
+      throw new TypeError('weights must be readSafetensors\' tensors');
     if (config.model_type !== 'bert')
       throw new Error(`config.json says model_type ${JSON.stringify(config.model_type)}: not a BERT`);
     for (const k of ['vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size',
@@ -117,9 +129,9 @@ export class BertMLM {
     if (c.d % c.H) throw new Error('config.json: num_attention_heads must divide hidden_size');
     this.w = {};
     for (const [k, s] of Object.entries(shapesOf(c))) {
-      const t = weights[k];
+      const t = Object.hasOwn(weights, k) ? weights[k] : null;
       if (!t) throw new Error(`model.safetensors lacks ${k}: not an MLM BERT (a classifier or a ModernBERT?)`);
-      if (t.shape.join() !== s.join())
+      if (!Array.isArray(t.shape) || !(t.data instanceof Float32Array) || t.shape.join() !== s.join())
         throw new Error(`${k} is ${t.shape.join('×')}, the config says ${s.join('×')}`);
       this.w[k] = t.data;
     }
@@ -130,13 +142,16 @@ export class BertMLM {
     const { V, T } = this.c;
     if (!Array.isArray(ids) || ids.length < 1) throw new Error('ids must be a list of one token or more');
     if (ids.length > T) throw new Error(`a row of ${ids.length} tokens: this model reads at most ${T}`);
-    if (ids.some((i) => !Number.isInteger(i) || i < 0 || i >= V)) throw new Error(`ids must be whole numbers in [0, ${V})`);
+    if (ids.some((i) => !Number.isInteger(i) || i < 0 || i >= V))
+      throw new Error(`ids must be whole numbers in [0, ${V})`);
   }
   embed(ids) {  // word + position + type 0 (one segment), then the LayerNorm
     const { d } = this.c, n = ids.length, x = new Float64Array(n * d), w = this.w;
     const word = w[`${EMB}word_embeddings.weight`], pos = w[`${EMB}position_embeddings.weight`];
     const type = w[`${EMB}token_type_embeddings.weight`];
-    ids.forEach((id, t) => { for (let j = 0; j < d; j++) x[t * d + j] = word[id * d + j] + pos[t * d + j] + type[j]; });
+    ids.forEach((id, t) => {
+      for (let j = 0; j < d; j++) x[t * d + j] = word[id * d + j] + pos[t * d + j] + type[j];
+    });
     return this.norm(x, n, `${EMB}LayerNorm`).y;
   }
   layer(h, n, l) {  // one post-LN layer over the n rows of h: its output, each head's probabilities, what jvp reuses
@@ -160,7 +175,8 @@ export class BertMLM {
       }
       probs.push(P);
     }
-    const a1 = this.norm(add(this.lin(ctx, n, `${p}attention.output.dense`, d, d), h), n, `${p}attention.output.LayerNorm`);
+    const a1 = this.norm(add(this.lin(ctx, n, `${p}attention.output.dense`, d, d), h), n,
+                         `${p}attention.output.LayerNorm`);
     const pre = this.lin(a1.y, n, `${p}intermediate.dense`, ff, d);
     const a2 = this.norm(add(this.lin(pre.map(gelu), n, `${p}output.dense`, d, ff), a1.y), n, `${p}output.LayerNorm`);
     return { h: a2.y, probs, q, k, v, a1, pre, a2 };
@@ -183,7 +199,8 @@ export class BertMLM {
   }
   layerJvp(s, dh, n, l) {  // the tangent of layer l's output for a tangent dh of its input; s is layer(h, n, l)
     const { d, H, ff } = this.c, dhd = d / H, p = `bert.encoder.layer.${l}.`, scale = 1 / Math.sqrt(dhd), w = this.w;
-    const [dq, dk, dv] = ['query', 'key', 'value'].map((m) => linear(dh, n, w[`${p}attention.self.${m}.weight`], null, d, d));
+    const [dq, dk, dv] = ['query', 'key', 'value']
+      .map((m) => linear(dh, n, w[`${p}attention.self.${m}.weight`], null, d, d));
     const dctx = new Float64Array(n * d), ds = new Float64Array(n);
     for (let a = 0; a < H; a++) {
       const P = s.probs[a];
@@ -191,7 +208,8 @@ export class BertMLM {
         let mean = 0;  // softmax: dP_ij = P_ij (ds_ij - Σ_j' P_ij' ds_ij')
         for (let j = 0; j < n; j++) {
           let z = 0;
-          for (let e = a * dhd; e < (a + 1) * dhd; e++) z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
+          for (let e = a * dhd; e < (a + 1) * dhd; e++)
+            z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
           ds[j] = z * scale; mean += P[i * n + j] * ds[j];
         }
         for (let j = 0; j < n; j++) {
@@ -227,7 +245,7 @@ export class BertMLM {
   }
 }
 
-function normJvp(dz, { xhat, r }, n, d, g) {  // LayerNorm's tangent: g · r (dz - mean dz - x̂ mean(x̂ dz)), row by row
+function normJvp(dz, { xhat, r }, n, d, g) {  // LayerNorm's tangent, row by row: g · r (dz - mean dz - x̂ mean(x̂ dz))
   const dy = new Float64Array(n * d);
   for (let i = 0, o = 0; i < n; i++, o += d) {
     let m = 0, mx = 0;

@@ -1,14 +1,21 @@
 // bert-nb's PCG32 and mlm_mask's op order in JavaScript, written from the chapter's definition (a loop, one position
-// at a time): tools/replay.mjs replays bert_nb/golden/golden.json with them bit for bit, and the page of #59 draws its
+// at a time): replay.mjs replays bert_nb/golden/golden.json with them bit for bit, and the page of #59 draws its
 // masks with them.
 
 const M64 = (1n << 64n) - 1n, MULT = 6364136223846793005n;
 
 export class PCG32 {  // pcg32_srandom_r(initstate = seed, initseq = stream); states and streams are 64-bit: BigInt
-  constructor(seed, stream) {
-    this.inc = ((BigInt(stream) << 1n) | 1n) & M64;
+  constructor(seed, stream) {  // each a whole number in [0, 2**64): a Number, a BigInt or a decimal string
+    [seed, stream] = [['seed', seed], ['stream', stream]].map(([what, v]) => {
+      let b = -1n;
+      const whole = typeof v === 'bigint' || Number.isInteger(v) || (typeof v === 'string' && /^[0-9]+$/.test(v));
+      if (whole) b = BigInt(v);
+      if (b < 0n || b > M64) throw new RangeError(`${what} must be a whole number in [0, 2**64), got ${v}`);
+      return b;
+    });
+    this.inc = ((stream << 1n) | 1n) & M64;
     this.state = 0n; this.step();
-    this.state = (this.state + BigInt(seed)) & M64; this.step();
+    this.state = (this.state + seed) & M64; this.step();
   }
   step() { this.state = (this.state * MULT + this.inc) & M64; }
   nextU32() {  // XSH-RR of the state before the step
@@ -18,6 +25,8 @@ export class PCG32 {  // pcg32_srandom_r(initstate = seed, initseq = stream); st
   }
   uniform() { return this.nextU32() / 4294967296; }  // exact: a 32-bit integer over 2**32
   below(n) {  // pcg32_boundedrand_r: reject outputs under (2**32 - n) % n
+    if (!Number.isInteger(n) || n < 1 || n > 4294967296)
+      throw new RangeError(`n must be a whole number in [1, 2**32], got ${n}`);
     const threshold = (4294967296 - n) % n;
     for (;;) { const r = this.nextU32(); if (r >= threshold) return r % n; }
   }

@@ -22,8 +22,12 @@ export function loadModel(files) {  // {config: text, vocab: text, safetensors: 
 // bert_nb.fill for the ids between [CLS] and [SEP]: each blank read in a window of max_len around it, the softmax
 // with the specials' probabilities set to 0 (a blank is a word), its top k as [token, probability]
 export function fillIds({ model, tok }, body, k = 5) {
+  const L = model.c.T - 2, specials = SPECIALS.map((s) => tok.ids.get(s)), words = model.c.V - specials.length, out = [];
+  if (!Array.isArray(body)) throw new TypeError('body must be a list of ids');
+  if (!Number.isInteger(k) || k < 1 || k > words)
+    throw new RangeError(`k must be in [1, ${words}] (the words), got ${k}`);
+  if (L < 1) throw new Error(`the model has ${model.c.T} positions: none for a token between [CLS] and [SEP]`);
   const at = body.flatMap((t, i) => (t === tok.ids.get('[MASK]') ? [i] : []));
-  const L = model.c.T - 2, specials = SPECIALS.map((s) => tok.ids.get(s)), out = [];
   for (const i of at) {
     const s = Math.min(Math.max(0, i - Math.floor(L / 2)), Math.max(0, body.length - L));
     const row = [tok.ids.get('[CLS]'), ...body.slice(s, s + L), tok.ids.get('[SEP]')];
@@ -41,6 +45,8 @@ export function fillIds({ model, tok }, body, k = 5) {
 
 // mlm_batch(tok, [text], max_len, p, PCG32(seed)) for one text: the same row, the same draws
 export function drawMask({ model, tok }, text, seed, p) {
+  if (typeof text !== 'string') throw new TypeError(`text must be a string, got ${typeof text}`);
+  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) throw new RangeError(`p must be in [0, 1], got ${p}`);
   const ids = tok.encode(text), cut = ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
   const specials = new Set(SPECIALS.map((s) => tok.ids.get(s)));
   return mask(cut, cut.map((i) => specials.has(i)), null, cut.length, tok.ids.get('[MASK]'), tok.tokens.length, p,
@@ -101,27 +107,29 @@ function lines(canvas, P, n, labels, only = null) {
 export class Page {
   constructor(shipped) {
     this.hidden = new Set(); this.drawn = null; this.focus = null; this.lastForwardMs = null;
-    this.use(loadModel({ config: shipped.config, vocab: shipped.vocab, safetensors: fromBase64(shipped.safetensors) }),
-             shipped.name);
+    const { config, vocab, name } = shipped;
+    this.use(loadModel({ config, vocab, safetensors: fromBase64(shipped.safetensors) }), name);
     $('play-text').addEventListener('input', () => { this.hidden.clear(); this.drawn = null; this.update(); });
     $('play-draw').addEventListener('click', () => this.draw());
     $('play-clear').addEventListener('click', () => { this.hidden.clear(); this.drawn = null; this.update(); });
-    for (const id of ['play-layer', 'play-head', 'play-view']) $(id).addEventListener('change', () => this.attention());
+    for (const id of ['play-layer', 'play-head', 'play-view'])
+      $(id).addEventListener('change', () => this.attention());
     $('play-reach-run').addEventListener('click', () => this.reach());
     $('play-files').addEventListener('change', (e) => this.open(e.target.files));
     $('play-attn').addEventListener('click', (e) => this.pick(e));
     this.update();
   }
   use(m, name) {
-    this.m = m; this.name = name; this.hidden.clear(); this.drawn = null;
+    this.m = m; this.name = name; this.hidden.clear(); this.drawn = null; this.focus = null;
     const { L, H, d, V, T } = m.model.c;
     $('play-model').textContent = `${name}: ${L} layers of width ${d}, ${H} heads, ${V.toLocaleString('en')} words, ` +
       `rows of ${T}`;
-    $('play-layer').innerHTML = Array.from({ length: L }, (_, l) => `<option value="${l}">layer ${l + 1}</option>`).join('');
-    $('play-head').innerHTML = Array.from({ length: H }, (_, h) => `<option value="${h}">head ${h + 1}</option>`).join('');
+    const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i + 1}</option>`);
+    $('play-layer').innerHTML = options(L, 'layer').join('');
+    $('play-head').innerHTML = options(H, 'head').join('');
   }
   say(text, error = false) { const m = $('play-msg'); m.textContent = text; m.className = error ? 'play-error' : ''; }
-  async open(list) {  // a save_bert directory's three files, chosen in the picker; the shipped model stays on a refusal
+  async open(list) {  // a save_bert directory's three files from the picker; on a refusal the model in use stays
     try {
       const by = Object.fromEntries([...list].map((f) => [f.name, f]));
       const need = ['config.json', 'vocab.txt', 'model.safetensors'], missing = need.filter((n) => !by[n]);
@@ -139,7 +147,8 @@ export class Page {
     return ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
   }
   row() {  // the ids the model reads: the text's, with the clicked positions hidden, or the drawn row
-    return this.drawn ? this.drawn.inputs : this.base().map((t, i) => (this.hidden.has(i) ? this.m.tok.ids.get('[MASK]') : t));
+    if (this.drawn) return this.drawn.inputs;
+    return this.base().map((t, i) => (this.hidden.has(i) ? this.m.tok.ids.get('[MASK]') : t));
   }
   draw() {
     const seed = Number($('play-seed').value), p = Number($('play-p').value);
@@ -156,7 +165,8 @@ export class Page {
       $('play-note').textContent = ids.length > row.length ? `The text is ${ids.length} tokens; the row below is ` +
         `its first ${row.length}, as the model reads them (typed [MASK]s are filled in windows, as fill does).` : '';
       $('play-pieces').innerHTML = row.map((t, i) => {
-        const orig = this.drawn ? (this.drawn.labels[i] >= 0 ? this.drawn.labels[i] : null) : (this.hidden.has(i) ? base[i] : null);
+        const orig = this.drawn ? (this.drawn.labels[i] >= 0 ? this.drawn.labels[i] : null)
+          : (this.hidden.has(i) ? base[i] : null);  // the token a hidden position stands for
         const special = SPECIALS.includes(tok.tokens[base[i]]) && !this.hidden.has(i);
         return `<button type="button" class="play-piece${orig !== null ? ' play-hidden' : ''}" data-i="${i}"` +
           `${special || this.drawn ? ' disabled' : ''}><span>${esc(tok.tokens[t])}</span><small>${t}</small>` +
@@ -183,9 +193,12 @@ export class Page {
       this.attention();
     } catch (e) { this.say(`Could not run: ${e.message}`, true); }
   }
-  forwardAll(row) { this.labels = row.map((t) => this.m.tok.tokens[t]); this.att = this.m.model.forward(row, []).attention; }
+  forwardAll(row) {  // every head's attention over the row (the decoder at no position)
+    this.labels = row.map((t) => this.m.tok.tokens[t]);
+    this.att = this.m.model.forward(row, []).attention;
+  }
   attention() {
-    const l = Number($('play-layer').value), h = Number($('play-head').value), P = this.att[l][h], n = this.labels.length;
+    const P = this.att[Number($('play-layer').value)][Number($('play-head').value)], n = this.labels.length;
     if ($('play-view').value === 'lines') lines($('play-attn'), P, n, this.labels, this.focus);
     else heatmap($('play-attn'), P, n, this.labels);
   }
@@ -195,10 +208,14 @@ export class Page {
     this.focus = this.focus === i || i < 0 || i >= this.labels.length ? null : i;
     this.attention();
   }
-  reach() {
+  reach() {  // exact reads n × d tangents: past 16 tokens that holds the page for seconds, so the estimate it is
     const s = $('play-samples').value, samples = s === 'exact' ? null : Number(s), row = this.row();
+    if (samples === null && row.length > 16)
+      return this.say(`The exact reach of ${row.length} tokens would hold the page for seconds: choose random ` +
+                      'directions, or a text of 16 tokens or fewer.', true);
     const t = performance.now();
-    try { this.reachMap = this.m.model.reach(row, samples); } catch (e) { return this.say(`Could not run: ${e.message}`, true); }
+    try { this.reachMap = this.m.model.reach(row, samples); }
+    catch (e) { return this.say(`Could not run: ${e.message}`, true); }
     $('play-reach').style.display = 'block';
     const { lo, hi } = heatmap($('play-reach'), this.reachMap, row.length, this.labels, { log: true });
     $('play-reach-out').textContent = `|d output i / d input embedding j| (row i, column j), log10 from ${lo.toFixed(1)} ` +

@@ -1,0 +1,103 @@
+// The audit's cases for the JavaScript of the page (#59): bad input to every exported function of ports/js, and the
+// valid edge cases. Prints {case: outcome} as JSON: 'clear' (an Error of ours, which names what is wrong), 'traceback'
+// (the engine's own error: undefined read, not a function, ...), 'silent' (bad input accepted), 'correct', or 'hang'
+// is left to the caller's time limit.   node tools/audit_js.mjs MODEL_DIR
+import { readFileSync } from 'node:fs';
+import { WordPiece } from '../ports/js/wordpiece.mjs';
+import { BertMLM, readSafetensors } from '../ports/js/bert.mjs';
+import { PCG32 } from '../ports/js/mask.mjs';
+import { loadModel, fillIds, drawMask } from '../ports/js/play.mjs';
+
+const dir = process.argv[2];
+const files = { config: readFileSync(`${dir}/config.json`, 'utf8'), vocab: readFileSync(`${dir}/vocab.txt`, 'utf8'),
+                safetensors: readFileSync(`${dir}/model.safetensors`) };
+const m = loadModel(files), config = JSON.parse(files.config), weights = readSafetensors(files.safetensors);
+const ENGINE = /Cannot read|Cannot convert|is not a function|is not iterable|is not defined|undefined|Invalid array|call stack|BigInt/;
+
+function outcome(f, bad) {
+  try { f(); return bad ? 'silent' : 'correct'; }
+  catch (e) {
+    if (!bad) return `traceback (${e.message})`.slice(0, 160);
+    return e instanceof Error && e.message && !ENGINE.test(e.message) ? 'clear' : `traceback (${e.message})`.slice(0, 160);
+  }
+}
+
+const header = (obj, data = new Uint8Array(0)) => {  // a safetensors file with this header
+  const h = new TextEncoder().encode(JSON.stringify(obj)), out = new Uint8Array(8 + h.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(h.length), true);
+  out.set(h, 8); out.set(data, 8 + h.length);
+  return out.buffer;
+};
+const withConfig = (change) => () => new BertMLM({ ...config, ...change }, weights);
+const ids = m.tok.encode('In the beginning God [MASK] the heaven');
+const bad = {
+  'readSafetensors of 0 bytes': () => readSafetensors(new ArrayBuffer(0)),
+  'readSafetensors of a header longer than the file': () => readSafetensors(header({}).slice(0, 9)),
+  'readSafetensors of a header null': () => readSafetensors(header(null)),
+  'readSafetensors of a header list': () => readSafetensors(header([1, 2])),
+  'readSafetensors of a tensor without a shape': () => readSafetensors(header({ a: { dtype: 'F32', data_offsets: [0, 4] } }, new Uint8Array(4))),
+  'readSafetensors of a negative shape': () => readSafetensors(header({ a: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, new Uint8Array(4))),
+  'readSafetensors of a float offset': () => readSafetensors(header({ a: { dtype: 'F32', shape: [1], data_offsets: [0, 4.5] } }, new Uint8Array(8))),
+  'readSafetensors of int64': () => readSafetensors(header({ a: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }, new Uint8Array(8))),
+  'readSafetensors of dtype toString': () => readSafetensors(header({ a: { dtype: 'toString', shape: [1], data_offsets: [0, 4] } }, new Uint8Array(4))),
+  'readSafetensors of offsets past the data': () => readSafetensors(header({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] } }, new Uint8Array(4))),
+  'readSafetensors of a shape the bytes do not fit': () => readSafetensors(header({ a: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, new Uint8Array(8))),
+  'BertMLM of a config null': () => new BertMLM(null, weights),
+  'BertMLM of a config list': () => new BertMLM([], weights),
+  'BertMLM of weights null': () => new BertMLM(config, null),
+  'BertMLM of model_type modernbert': withConfig({ model_type: 'modernbert' }),
+  'BertMLM of hidden_size 0': withConfig({ hidden_size: 0 }),
+  'BertMLM of hidden_size "128"': withConfig({ hidden_size: '128' }),
+  'BertMLM of 3 heads in 128': withConfig({ num_attention_heads: 3 }),
+  'BertMLM of 3 layers for 2 saved': withConfig({ num_hidden_layers: 3 }),
+  'BertMLM of vocab_size 10**13': withConfig({ vocab_size: 1e13 }),
+  'BertMLM of max_position_embeddings 64 for 32 saved': withConfig({ max_position_embeddings: 64 }),
+  'BertMLM of a weight named constructor': () => new BertMLM(config, { ...weights, 'bert.embeddings.LayerNorm.bias': undefined }),
+  'forward of no ids': () => m.model.forward([]),
+  'forward of a string': () => m.model.forward('1 2 3'),
+  'forward of 33 ids': () => m.model.forward(Array(33).fill(5)),
+  'forward of id 8192': () => m.model.forward([2, 8192, 3]),
+  'forward of id -1': () => m.model.forward([2, -1, 3]),
+  'forward of id 1.5': () => m.model.forward([2, 1.5, 3]),
+  'forward at position 3 of 3': () => m.model.forward([2, 5, 3], [3]),
+  'forward at "0"': () => m.model.forward([2, 5, 3], '0'),
+  'reach of 0 samples': () => m.model.reach(ids, 0),
+  'reach of 1.5 samples': () => m.model.reach(ids, 1.5),
+  'reach of no ids': () => m.model.reach([], 4),
+  'WordPiece of a string': () => new WordPiece('abc'),
+  'WordPiece of a token twice': () => new WordPiece([...m.tok.tokens, 'the']),
+  'WordPiece without [MASK]': () => new WordPiece(m.tok.tokens.filter((t) => t !== '[MASK]')),
+  'encode of a number': () => m.tok.encode(42),
+  'loadModel of a config that is not JSON': () => loadModel({ ...files, config: '{"model_type": "bert",' }),
+  'loadModel of a config list': () => loadModel({ ...files, config: '[]' }),
+  'loadModel of a vocabulary one token longer': () => loadModel({ ...files, vocab: `${files.vocab}extra\n` }),
+  'loadModel of a text file as weights': () => loadModel({ ...files, safetensors: new TextEncoder().encode('hello').buffer }),
+  'fillIds k 0': () => fillIds(m, ids.slice(1, -1), 0),
+  'fillIds k 8188': () => fillIds(m, ids.slice(1, -1), 8188),
+  'fillIds of a string': () => fillIds(m, 'the [MASK]'),
+  'drawMask p 1.5': () => drawMask(m, 'a b c', 0, 1.5),
+  'drawMask p NaN': () => drawMask(m, 'a b c', 0, NaN),
+  'drawMask p "0.5"': () => drawMask(m, 'a b c', 0, '0.5'),
+  'drawMask seed -1': () => drawMask(m, 'a b c', -1, 0.5),
+  'drawMask seed 1.5': () => drawMask(m, 'a b c', 1.5, 0.5),
+  'drawMask seed ""': () => drawMask(m, 'a b c', '', 0.5),
+  'drawMask of a number': () => drawMask(m, 5, 0, 0.5),
+  'PCG32 stream 2**64': () => new PCG32(0, 2n ** 64n),
+  'below 0': () => new PCG32(0, 0).below(0),
+};
+const good = {
+  'forward of one id': () => m.model.forward([2]),
+  'forward of 32 ids at no position': () => m.model.forward(Array(32).fill(5), []),
+  'reach exact of 2 ids': () => m.model.reach([2, 3]),
+  'encode of an empty text': () => m.tok.encode(''),
+  'fillIds of no [MASK]': () => fillIds(m, [5, 6, 7]),
+  'fillIds k 8187, every word': () => fillIds(m, ids.slice(1, -1), 8187),
+  'fillIds of a text longer than the rows': () => fillIds(m, [...Array(60).fill(5), m.tok.ids.get('[MASK]'), 6]),
+  'drawMask p 0 and 1': () => { drawMask(m, 'a b c', 0, 0); drawMask(m, 'a b c', 0, 1); },
+  'drawMask of a text longer than the rows': () => drawMask(m, 'the '.repeat(100), 5, 0.5),
+  'PCG32 seed 2**64 - 1 as a string': () => new PCG32('18446744073709551615', 0),
+};
+const out = {};
+for (const [name, f] of Object.entries(bad)) out[name] = outcome(f, true);
+for (const [name, f] of Object.entries(good)) out[name] = outcome(f, false);
+process.stdout.write(JSON.stringify(out));
