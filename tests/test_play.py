@@ -238,3 +238,27 @@ def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path,
     assert says in msg.inner_text() and msg.get_attribute('class') == 'play-error', msg.inner_text()
     assert page.locator('#play-model').inner_text() == before  # the model in use stays
     assert not page.errors
+
+def test_every_head_is_drawn_as_a_heat_map_or_as_lines(page):
+    "The picture is the chosen head's numbers: the darkest cell of the heat map is the head's largest weight."
+    page.fill('#play-text', 'And God said, Let there be light')
+    n = len(page.evaluate('BertNb.page.labels'))
+    for layer in ('0', '1'):
+        for head in ('0', '1'):
+            page.select_option('#play-view', 'heat')
+            page.select_option('#play-layer', layer); page.select_option('#play-head', head)
+            P = np.reshape(page.evaluate(f'Array.from(BertNb.page.att[{layer}][{head}])'), (n, n))
+            i, j = np.unravel_index(P.argmax(), P.shape)
+            dark = page.evaluate("""([i, j, n]) => {  // the cell's centre, read back from the canvas
+              const c = document.getElementById('play-attn'), css = c.clientWidth, m = Math.min(90, css * 0.22);
+              const cell = (css - m) / n, k = c.width / css;
+              return Array.from(c.getContext('2d').getImageData(Math.floor((m + (j + 0.5) * cell) * k),
+                                                                Math.floor((m + (i + 0.5) * cell) * k), 1, 1).data);
+            }""", [int(i), int(j), n])
+            assert dark[:3] == [63, 81, 181]  # the full colour: white for 0, the site's indigo for the largest
+    page.select_option('#play-view', 'lines')
+    page.click('#play-attn', position={'x': 50, 'y': 4 + 2.5 * 18})  # the third reading token
+    assert page.evaluate('BertNb.page.focus') == 2
+    page.click('#play-attn', position={'x': 50, 'y': 4 + 2.5 * 18})
+    assert page.evaluate('BertNb.page.focus') is None
+    page.select_option('#play-view', 'heat')

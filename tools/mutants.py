@@ -806,6 +806,8 @@ def main():
                 if f.file.endswith('.mjs'): subprocess.run(['node', '--check', str(Path(d) / f.file)], check=True)
                 else: compile((Path(d) / 'bert_nb' / f.file).read_text(), f.file, 'exec')
         return print(f'{len(faults)} faults apply and compile')
+    if any(f.file.startswith('ports/') for f in faults) and not (root / '_docs' / 'play.html').exists():
+        subprocess.run([sys.executable, str(root / 'tools' / 'site.py'), '--no-execute'], check=True)  # the page's tests
     # the scratch copy must be what the tests import, and the unchanged code must pass
     files = sorted({t for f in faults for t in f.tests if t.startswith('tests/')})
     ok, first, s = run_tests(None, files)
