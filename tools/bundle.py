@@ -10,7 +10,7 @@ def bundle(names: list[str] = PLAY) -> str:
     """ports/js's ES modules as one classic script: a page opened from file:// may not load a module. Each module keeps
     its own scope; its exports go into the global BertNb, where the modules after it find them; its command line
     (node only, from `if (globalThis.process` to the end) is left out."""
-    out = ['"use strict";  // built by tools/site.py from ports/js: edit those, not this', 'globalThis.BertNb = {};']
+    out = ['"use strict";  // built by tools/bundle.py from ports/js: edit those, not this', 'globalThis.BertNb = {};']
     for name in names:
         src = (PORTS / f'{name}.mjs').read_text()
         src = src.split('\nif (globalThis.process?.argv')[0]
