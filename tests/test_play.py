@@ -69,9 +69,7 @@ def kjv():
 
 def shipped(page):
     page.set_input_files('#play-files', [])
-    page.evaluate("BertNb.page.use(BertNb.loadModel({config: BERT_NB_SHIPPED.config, vocab: BERT_NB_SHIPPED.vocab,"
-                  " safetensors: Uint8Array.from(atob(BERT_NB_SHIPPED.safetensors), c => c.charCodeAt(0)).buffer}),"
-                  " BERT_NB_SHIPPED.name)")
+    page.evaluate('BertNb.page.use(BertNb.loadShipped(BERT_NB_SHIPPED), BERT_NB_SHIPPED.name)')
 
 B64 = """(ids, at) => {  // the logits of one row at positions `at` (all by default), float64 bytes as base64
   const out = BertNb.page.m.model.forward(ids, at ?? undefined).logits, V = out[0].length, all = new Float64Array(out.length * V);

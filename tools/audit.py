@@ -5,7 +5,7 @@ what is wrong; for the command, exit status 2 and one line), a traceback (any ot
 traceback), a hang (past its time limit), a silent result (bad input accepted), a loss (a file or directory the
 case should have left alone changed), or correct (valid input accepted). Prints the totals and every case that is
 not a clear error or correct; exits non-zero if there is one. `python tools/audit.py [--only WORD]`."""
-import argparse, contextlib, gzip, io, json, os, re, shutil, signal, subprocess, sys, tempfile, warnings
+import argparse, contextlib, gzip, io, json, os, shutil, signal, subprocess, sys, tempfile, warnings
 from pathlib import Path
 import numpy as np
 import torch
@@ -715,16 +715,11 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'#57 {name}'] = lambda f=f: api(f, bad=False)
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
-        js = {}
-        def node(name):
-            if not js:
-                r = subprocess.run(['node', str(Path(__file__).parent / 'audit_js.mjs'),
-                                    str(Path(B.__file__).parent / 'models' / 'kjv')], capture_output=True, text=True,
-                                   timeout=300)
-                js.update(json.loads(r.stdout) if r.returncode == 0 else {'': f'traceback ({r.stderr[-120:]})'})
-            return js.get(name, js.get('', 'traceback (no such case)'))
-        names = re.findall(r"^  '([^']+)': ", (Path(__file__).parent / 'audit_js.mjs').read_text(), re.M)
-        for name in names: c[f'#59 js {name}'] = lambda name=name: node(name)
+        model = Path(B.__file__).parent / 'models' / 'kjv'
+        r = subprocess.run(['node', str(Path(__file__).parent / 'audit_js.mjs'), str(model)], capture_output=True,
+                           text=True, timeout=300)
+        js = json.loads(r.stdout) if r.returncode == 0 else {'audit_js.mjs': f'traceback ({r.stderr[-120:]})'}
+        for name, outcome in js.items(): c[f'#59 js {name}'] = lambda outcome=outcome: outcome
     return c
 
 def nodes(tmp: Path, *args, seconds: int = 60) -> str:

@@ -740,7 +740,7 @@ FAULTS += [
     Fault('i10', 'a vocabulary of another size than the word table opened', 'ports/js/play.mjs', 'export function loadModel(',
           'if (tok.tokens.length !== model.c.V)', 'if (false)', PAGE),
     Fault('i11', "a drawn row not cut to the model's rows", 'ports/js/play.mjs', 'export function drawMask(',
-          'cut = ids.length > model.c.T ?', 'cut = false ?', PAGE),
+          'const row = cut(tok.encode(text), model.c.T),', 'const row = tok.encode(text),', PAGE),
     Fault('i12', 'a click hides the next token', 'ports/js/play.mjs', 'export class Page',
           "const i = Number(b.dataset.i);", "const i = Number(b.dataset.i) + 1;", PAGE),
     Fault('i13', "fill's window not clamped to the text's end", 'ports/js/play.mjs', 'export function fillIds(',

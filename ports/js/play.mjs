@@ -9,15 +9,20 @@ import { PCG32, mask } from './mask.mjs';
 export const SHARES = [0.8, 0.1, 0.1];  // mlm_mask's ACTIONS: [MASK], a random id, the token kept
 
 export function loadModel(files) {  // {config: text, vocab: text, safetensors: ArrayBuffer} → {model, tok}
-  let config;
+  let config;  // BertMLM says what is wrong with a config that is JSON but no config
   try { config = JSON.parse(files.config); } catch { throw new Error('config.json is not JSON'); }
-  if (config === null || typeof config !== 'object' || Array.isArray(config))
-    throw new Error('config.json is not a JSON object');
   const model = new BertMLM(config, readSafetensors(files.safetensors)), tok = WordPiece.fromVocabText(files.vocab);
   if (tok.tokens.length !== model.c.V)
     throw new Error(`vocab.txt has ${tok.tokens.length} tokens but the word table ${model.c.V} rows`);
   return { model, tok };
 }
+
+export const loadShipped = (shipped) =>  // the model built into the site: its safetensors bytes are base64
+  loadModel({ config: shipped.config, vocab: shipped.vocab,
+              safetensors: Uint8Array.from(atob(shipped.safetensors), (c) => c.charCodeAt(0)).buffer });
+
+// The ids the model reads of a text's: at most its rows, [SEP] kept at the end (mlm_batch's truncation)
+export const cut = (ids, T) => (ids.length > T ? [...ids.slice(0, T - 1), ids.at(-1)] : ids);
 
 // bert_nb.fill for the ids between [CLS] and [SEP]: each blank read in a window of max_len around it, the softmax
 // with the specials' probabilities set to 0 (a blank is a word), its top k as [token, probability]
@@ -47,9 +52,8 @@ export function fillIds({ model, tok }, body, k = 5) {
 export function drawMask({ model, tok }, text, seed, p) {
   if (typeof text !== 'string') throw new TypeError(`text must be a string, got ${typeof text}`);
   if (typeof p !== 'number' || !(p >= 0 && p <= 1)) throw new RangeError(`p must be in [0, 1], got ${p}`);
-  const ids = tok.encode(text), cut = ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
-  const specials = new Set(SPECIALS.map((s) => tok.ids.get(s)));
-  return mask(cut, cut.map((i) => specials.has(i)), null, cut.length, tok.ids.get('[MASK]'), tok.tokens.length, p,
+  const row = cut(tok.encode(text), model.c.T), specials = new Set(SPECIALS.map((s) => tok.ids.get(s)));
+  return mask(row, row.map((i) => specials.has(i)), null, row.length, tok.ids.get('[MASK]'), tok.tokens.length, p,
               SHARES, new PCG32(seed, 0));
 }
 
@@ -107,8 +111,7 @@ function lines(canvas, P, n, labels, only = null) {
 export class Page {
   constructor(shipped) {
     this.hidden = new Set(); this.drawn = null; this.focus = null; this.lastForwardMs = null;
-    const { config, vocab, name } = shipped;
-    this.use(loadModel({ config, vocab, safetensors: fromBase64(shipped.safetensors) }), name);
+    this.use(loadShipped(shipped), shipped.name);
     $('play-text').addEventListener('input', () => { this.hidden.clear(); this.drawn = null; this.update(); });
     $('play-draw').addEventListener('click', () => this.draw());
     $('play-clear').addEventListener('click', () => { this.hidden.clear(); this.drawn = null; this.update(); });
@@ -142,10 +145,7 @@ export class Page {
       this.say('Your model is open: every answer below is its own.');
     } catch (e) { this.say(`Not opened: ${e.message}`, true); }
   }
-  base() {  // the typed text's ids as the model reads them: cut to its rows, [SEP] kept at the end
-    const { tok, model } = this.m, ids = tok.encode($('play-text').value);
-    return ids.length > model.c.T ? [...ids.slice(0, model.c.T - 1), ids.at(-1)] : ids;
-  }
+  base() { return cut(this.m.tok.encode($('play-text').value), this.m.model.c.T); }  // the typed text's row
   row() {  // the ids the model reads: the text's, with the clicked positions hidden, or the drawn row
     if (this.drawn) return this.drawn.inputs;
     return this.base().map((t, i) => (this.hidden.has(i) ? this.m.tok.ids.get('[MASK]') : t));
@@ -222,12 +222,6 @@ export class Page {
       `(white) to ${hi.toFixed(1)} (dark), ${samples === null ? 'exact' : `from ${samples} random directions a token`}, ` +
       `in ${(performance.now() - t).toFixed(0)} ms.`;
   }
-}
-
-function fromBase64(b64) {
-  const s = atob(b64), bytes = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
-  return bytes.buffer;
 }
 
 if (globalThis.document && globalThis.BERT_NB_SHIPPED) {
