@@ -2,23 +2,26 @@
 step, float32 and bf16 autocast, each op's own time put in one of a few kinds (the matrix products, attention,
 LayerNorm, GELU, the loss, the embedding's gather and its scatter into the tied table, casts, the optimizer,
 clipping, the rest), and what no op accounts for (Python and the dispatcher between ops) as the wall time less the
-ops' time. The results go to bench/breakdown.json, which appendix 14 draws.
+ops' time. The results go to bench/breakdown.json, which appendix 14 draws; `--before` profiles the bert_nb on
+PYTHONPATH (an older checkout) and keeps it in the same file as the profile before a change, with its commit.
 
     python breakdown.py --threads 1 2
+    PYTHONPATH=/tmp/old python breakdown.py --before      # /tmp/old: git worktree add /tmp/old <commit>
 """
-import argparse, json, sys, time
+import argparse, json, subprocess, sys, time
 from pathlib import Path
 import torch
 from common import machine
 from step import _model_and_batch, _now
 
 KINDS = [  # (kind, the op names it holds, by their start); the first that matches
-    ('attention', ('aten::_scaled_dot_product', 'aten::_flash_attention', 'aten::_efficient_attention')),
+    ('attention', ('aten::_scaled_dot_product', 'aten::_flash_attention', 'aten::_efficient_attention',
+                   'aten::softmax', 'aten::_softmax')),  # its softmax (the loss's is a log-softmax)
     ('matrix products', ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'mkldnn::', 'aten::mkldnn')),
     ('LayerNorm', ('aten::native_layer_norm',)),
     ('GELU', ('aten::gelu',)),
     ('loss', ('aten::logsumexp', 'aten::_log_softmax', 'aten::log_softmax', 'aten::nll_loss', 'aten::cross_entropy',
-              'aten::exp', 'aten::softmax', 'aten::_softmax')),
+              'aten::exp')),
     ('embedding', ('aten::embedding', 'aten::index', 'aten::scatter', 'aten::_index_put', 'aten::index_add',
                    'aten::index_select', 'aten::gather')),
     ('casts', ('aten::_to_copy', 'aten::copy_', 'aten::to')),
@@ -56,14 +59,22 @@ def main():
     p.add_argument('--threads', type=int, nargs='+', default=[1, 2])
     p.add_argument('--steps', type=int, default=20)
     p.add_argument('--out', default=str(Path(__file__).with_name('breakdown.json')))
+    p.add_argument('--before', action='store_true', help="the bert_nb imported is the code before: kept as 'before'")
     ns = p.parse_args()
-    res = {'machine': machine(), 'runs': []}
+    import bert_nb
+    src = Path(bert_nb.__file__).parent
+    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=src, capture_output=True, text=True).stdout.strip()
+    res = {'machine': machine(), 'commit': commit, 'runs': []}
     for n in ns.threads:
         for bf16 in (False, True):
             r = profile(bf16, n, ns.steps) | dict(precision='bf16' if bf16 else 'float32', threads=n)
             res['runs'].append(r)
             print(f"{r['precision']:>8}, {n} thread{'s' * (n > 1)}: {r['wall_ms']:6.1f} ms a step; " + ', '.join(
                 f"{k} {v:.1f}" for k, v in sorted(r['ms'].items(), key=lambda kv: -kv[1])), flush=True)
-    Path(ns.out).write_text(json.dumps(res, indent=1) + '\n')
+    out = Path(ns.out)
+    old = json.loads(out.read_text()) if out.exists() else {}
+    if ns.before: res = old | {'before': res}
+    elif 'before' in old: res['before'] = old['before']
+    out.write_text(json.dumps(res, indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

@@ -4,7 +4,9 @@
   float32        the step `bert-nb train` takes: fused AdamW, the decoder and its loss as one step
                  (`bert_nb.speed.decoded_loss`), freed memory kept for reuse (`_keep_freed_memory`)
   float32, 30%   the same masking 30%: the head decodes a quarter fewer rows (#45's per-second search)
-  bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16)
+  bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16): the
+                 decoder and its loss in one node there too (#58)
+  bf16 before #58  ... with the decoder and its loss on autograd's path, as before #58: bf16 logits cast to float32
   bf16 SDPA      ... with attention in SDPA's bf16 kernel, not float32 (`bert_nb.speed.F32_ATTN_T`, appendix 14)
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
 
@@ -93,9 +95,16 @@ def _now(m, a, bf16=False, compiled=False):
     if compiled: loss_fn = torch.compile(loss_fn)
     return lambda *args: _step(loss_fn, opt, None, args, bf16)
 
+def _autograd_loss(x, w, b, y, n: int):
+    "The bf16 step's loss before #58: autocast's bf16 logits, cast to float32, autograd's cross-entropy."
+    return F.cross_entropy(F.linear(x, w, b)[:n].float(), y[:n], reduction='sum') / max(n, 1)
+
 def _side(conn, name: str, threads: int):
     "A process that trains one side a step at a time, when told, and sends back its seconds."
     torch.set_num_threads(threads)
+    if name == 'bf16 before #58':
+        import bert_nb.bert
+        bert_nb.bert.decoded_loss = _autograd_loss
     if name == 'bf16 SDPA':
         import bert_nb.speed
         bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32
@@ -133,7 +142,7 @@ def main():
     from bert_nb.command import _native_bf16
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
-    sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 SDPA'] * bf16 + \
+    sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
             ['compiled'] * ns.compile + ['compiled bf16'] * (ns.compile and bf16)
     B, T, d = a.batch_size, a.max_len, a.d_model
     labelled = {p_: float((_model_and_batch(p_)[2][3] != -100).double().mean()) for p_ in (a.mask_p, 0.3)}
@@ -157,7 +166,7 @@ def main():
             share = flops[k] * rate / peak[prec]
             rows[k] = dict(ms=s * 1e3, tokens_per_s=rate, gflops=flops[k] * rate / 1e9, peak_share=share,
                            first_steps_s=first, losses=losses)
-            print(f"  {k:<14} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
+            print(f"  {k:<16} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
                   f"{share:5.0%} of the {prec} peak  {t['before #45'][0] / s:5.2f}x  first 3 steps {first:5.1f} s, "
                   f"losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
         out['threads'][n] = dict(peak_gflops={k: v / 1e9 for k, v in peak.items()}, steps=rows)

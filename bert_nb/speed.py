@@ -105,24 +105,27 @@ def labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 # %% ../nbs/14_speed.ipynb #cf0578eb
 class _DecodedLoss(torch.autograd.Function):
-    "Mean cross-entropy of x Wᵀ + b against y over the first n rows; the backward writes into the logits."
+    "Mean cross-entropy of x Wᵀ + b at y over the first n rows, products in dt; backward writes into log p."
     @staticmethod
-    def forward(ctx, x, w, b, y, n: int):
-        z = torch.addmm(b, x, w.t())
-        lse = z.logsumexp(1)
-        ctx.save_for_backward(x, w, z, lse, y); ctx.n = n
-        return (lse[:n] - z[:n].gather(1, y[:n, None]).squeeze(1)).sum() / max(n, 1)
+    def forward(ctx, x, w, b, y, n: int, dt: torch.dtype):
+        xd, wd = x.to(dt), w.to(dt)  # autocast's copies (none when x and w are in dt)
+        with torch.autocast(x.device.type, enabled=False):  # the dtypes by hand, here as in the backward
+            z = torch.addmm(b.to(dt), xd, wd.t())
+            logp = F.log_softmax(z, 1, dtype=torch.promote_types(dt, torch.float32))  # a float32 loss
+        ctx.save_for_backward(xd, wd, logp, y); ctx.n, ctx.dtypes = n, (x.dtype, w.dtype, b.dtype)
+        return F.nll_loss(logp[:n], y[:n], reduction='sum') / max(n, 1)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        x, w, z, lse, y = ctx.saved_tensors  # (a second backward finds z changed, and autograd says so)
-        n = ctx.n
-        d = z.sub_(lse[:, None]).exp_()                  # softmax
+        xd, wd, logp, y = ctx.saved_tensors  # (a second backward finds logp changed, and autograd says so)
+        n, (tx, tw, tb), s = ctx.n, ctx.dtypes, g / max(ctx.n, 1)
+        d = logp.exp_()                                  # softmax
         d[n:] = 0                                        # the padding rows
         d[torch.arange(n, device=d.device), y[:n]] -= 1
-        d.mul_(g / max(n, 1))
-        return d @ w, d.t() @ x, d.sum(0), None, None
+        dd = d.to(xd.dtype)                              # scaled after the products: their outputs are small
+        gx, gw, gb = (dd @ wd).to(tx).mul_(s), (dd.t() @ xd).to(tw).mul_(s), d.sum(0).mul_(s).to(tb)
+        return gx, gw, gb, None, None, None
 
 def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
     "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
@@ -130,28 +133,32 @@ def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Ten
         shapes = [tuple(t.shape) for t in (x, w, b, y)]  # named only when refused: this runs every step
         raise ValueError(f"x, w, b, y must be (rows, d), (V, d), (V,), (rows,), got {shapes}")
     if not 0 <= n <= len(x): raise ValueError(f"n must be in [0, {len(x)}] (the rows of x), got {n}")
-    fused = x.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(x.device.type)
-    if not fused or torch.compiler.is_compiling():  # autograd's path, its loss in float32 at least
+    dev = x.device.type
+    lo = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else None
+    cast = lo is not None and {x.dtype, w.dtype, b.dtype} <= {torch.float32, lo}  # autocast's rule
+    if not cast and not x.dtype == w.dtype == b.dtype:
+        raise TypeError(f"x, w, b must share a dtype, got {x.dtype}, {w.dtype}, {b.dtype}")
+    if torch.compiler.is_compiling():  # autograd's path, its loss in float32 at least
         z = F.linear(x, w, b)[:n]  # every row: the padding keeps the product's shape (above)
         z = z.to(torch.promote_types(z.dtype, torch.float32))  # bf16 or fp16 logits: a float32 loss
         return F.cross_entropy(z, y[:n], reduction='sum') / max(n, 1)
-    return _DecodedLoss.apply(x, w, b, y, n)
+    return _DecodedLoss.apply(x, w, b, y, n, lo if cast else x.dtype)
 
 # %% ../nbs/14_speed.ipynb #37c850b6
-F32_ATTN_T = 128  # the longest rows whose attention trains in float32 on a CPU under bf16 autocast
+F32_ATTN_T = 128  # the longest rows whose attention trains by its formula on a CPU under bf16 autocast
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
             p: float) -> torch.Tensor:
-    "SDPA over (B, H, T, d/H); float32 when a CPU trains in bf16 on short rows (the bf16 backward is slow)."
+    "SDPA over (B, H, T, d/H); on a CPU training in bf16 on short rows, its formula (SDPA's bf16 backward is slow)."
     if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
         raise ValueError(f"q, k, v must be (B, H, T, d/H) alike, got {[tuple(t.shape) for t in (q, k, v)]}")
     if not 0 <= p < 1: raise ValueError(f"p must be in [0, 1), got {p}")
     cpu_bf16 = q.dtype == torch.bfloat16 and q.device.type == 'cpu'
     if cpu_bf16 and q.requires_grad and q.shape[-2] <= F32_ATTN_T:
-        m = None if bias is None else bias.float()  # a bf16 model's mask is bf16: float32 with the rest
-        with torch.autocast('cpu', enabled=False):
-            y = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=m, dropout_p=p)
-        return y.to(q.dtype)
+        with torch.autocast('cpu', enabled=False):  # the scores and their softmax in float32, the sum in bf16
+            s = q.float() @ k.float().transpose(-1, -2) * q.shape[-1] ** -0.5
+            w = torch.softmax(s if bias is None else s + bias.float(), -1)  # a bf16 model's mask is bf16
+            return (F.dropout(w, p) if p else w).to(q.dtype) @ v
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
 
 # %% ../nbs/14_speed.ipynb #c945598a

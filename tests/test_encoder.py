@@ -187,6 +187,32 @@ def test_under_autocast_the_loss_is_autograds():
     assert loss.dtype == torch.float32 and loss.item() == want.item()
     assert all(g.dtype == torch.float32 for g in torch.autograd.grad(loss, (x, w, b)))
 
+@pytest.mark.parametrize('rows', [torch.float32, torch.bfloat16])  # bf16: what the head's transform gives it
+def test_under_autocast_the_fused_gradients_are_autograds_within_bf16(rows):
+    """Under bf16 autocast the decoder and its loss take the fused node too (the bf16 step's loss was a fifth of its
+    time on autograd's path, #58), and its gradients equal autograd's within bf16's arithmetic. Both sides multiply
+    the same bf16 rows and table; each rounds the gradient of the logits to bf16 once (autograd after the 1/n,
+    the node before it) and each product's output once, and the node rounds its bf16 rows' gradient once more
+    after the 1/n: five roundings of u = 2^-8 in all, each relative to at most the sum of the absolute terms,
+    |D| |W| (float32's own sums are 2^16 times finer)."""
+    from bert_nb.speed import decoded_loss
+    x, w, b, y = _head_inputs(rows=128, d=16, V=300, dtype=torch.float32)
+    x = x.detach().to(rows).requires_grad_()
+    n, F_ = 100, torch.nn.functional
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        loss = decoded_loss(x, w, b, y, n)
+        z = F_.linear(x, w, b)
+        want = torch.autograd.grad(F_.cross_entropy(z[:n].float(), y[:n]), (x, w, b))
+    assert type(loss.grad_fn).__name__ == '_DecodedLossBackward'
+    ours = torch.autograd.grad(loss, (x, w, b))
+    Z = z.detach().double()[:n]                  # the bf16 logits both sides read
+    D = torch.softmax(Z, 1); D[torch.arange(n), y[:n]] -= 1; D = D.abs() / n
+    X, W = x.detach().bfloat16().double()[:n], w.detach().bfloat16().double()
+    u = 2.0 ** -8
+    assert [g.dtype for g in ours] == [rows, torch.float32, torch.float32] and torch.count_nonzero(ours[0][n:]) == 0
+    pairs = ((ours[0][:n], want[0][:n], D @ W.abs()), (ours[1], want[1], D.T @ X.abs()), (ours[2], want[2], D.sum(0)))
+    for o, wt, bound in pairs: assert ((o - wt).double().abs() <= 5 * u * bound).all()
+
 def test_a_bf16_model_gets_a_float32_loss():
     "Weights in bf16 (no autocast): the loss is float32, from the bf16 logits, as for autocast's."
     from bert_nb.speed import decoded_loss

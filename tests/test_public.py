@@ -45,6 +45,8 @@ def test_decoded_loss_checks_rows():
     y = torch.tensor([1, 2, 3, 0])
     with pytest.raises(ValueError, match='x, w, b, y must be'): S.decoded_loss(x, w, b, y[:3], 3)
     with pytest.raises(ValueError, match=r'n must be in \[0, 4\]'): S.decoded_loss(x, w, b, y, 5)
+    with pytest.raises(TypeError, match='x, w, b must share a dtype, got torch.float64, torch.bfloat16'):
+        S.decoded_loss(x, w.bfloat16(), b, y, 3)
     want = torch.nn.functional.cross_entropy(x[:3] @ w.T, y[:3])  # the padding row (the 4th) not counted
     torch.testing.assert_close(S.decoded_loss(x, w, b, y, 3), want, rtol=0, atol=1e-12)
 

@@ -713,6 +713,13 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'labelled_rows of no label': lambda: S.labelled_rows(torch.full((2, 3), -100)),
                     'read_json of what write_utf8 wrote': lambda: F.write_utf8(tmp / 'ok.json', '{"a": 1}') or F.read_json(tmp / 'ok.json')}.items():
         c[f'#57 {name}'] = lambda f=f: api(f, bad=False)
+    c['#58 decoded_loss of a bf16 table for float32 rows'] = lambda: api(
+        lambda: S.decoded_loss(torch.zeros(4, 8), torch.zeros(9, 8).bfloat16(), torch.zeros(9), torch.zeros(4).long(), 3))
+    def bf16_loss():
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            x, w, b = (torch.zeros(*s, requires_grad=True) for s in ((4, 8), (9, 8), (9,)))
+            S.decoded_loss(x, w, b, torch.zeros(4).long(), 3).backward()
+    c['#58 decoded_loss under bf16 autocast'] = lambda: api(bf16_loss, bad=False)
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
         model = Path(B.__file__).parent / 'models' / 'kjv'
