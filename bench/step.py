@@ -6,7 +6,8 @@
   float32, 30%   the same masking 30%: the head decodes a quarter fewer rows (#45's per-second search)
   bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16): the
                  decoder and its loss in one node there too (#58)
-  bf16 before #58  ... with the decoder and its loss on autograd's path, as before #58: bf16 logits cast to float32
+  bf16 before #58  ... as it was before #58: the decoder and its loss on autograd's path (bf16 logits cast to
+                 float32), attention in float32 SDPA
   bf16 SDPA      ... with attention in SDPA's bf16 kernel, not float32 (`bert_nb.speed.F32_ATTN_T`, appendix 14)
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
 
@@ -99,12 +100,18 @@ def _autograd_loss(x, w, b, y, n: int):
     "The bf16 step's loss before #58: autocast's bf16 logits, cast to float32, autograd's cross-entropy."
     return F.cross_entropy(F.linear(x, w, b)[:n].float(), y[:n], reduction='sum') / max(n, 1)
 
+def _f32_sdpa(q, k, v, bias, p: float):
+    "The bf16 step's attention before #58: SDPA in float32, its output cast back to bf16."
+    m = None if bias is None else bias.float()
+    with torch.autocast('cpu', enabled=False):
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=m, dropout_p=p).to(q.dtype)
+
 def _side(conn, name: str, threads: int):
     "A process that trains one side a step at a time, when told, and sends back its seconds."
     torch.set_num_threads(threads)
     if name == 'bf16 before #58':
-        import bert_nb.bert
-        bert_nb.bert.decoded_loss = _autograd_loss
+        import bert_nb.bert, bert_nb.speed
+        bert_nb.bert.decoded_loss, bert_nb.speed.attend = _autograd_loss, _f32_sdpa
     if name == 'bf16 SDPA':
         import bert_nb.speed
         bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32

@@ -105,27 +105,36 @@ def labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 # %% ../nbs/14_speed.ipynb #cf0578eb
 class _DecodedLoss(torch.autograd.Function):
-    "Mean cross-entropy of x Wᵀ + b at y over the first n rows, products in dt; backward writes into log p."
+    """Mean cross-entropy of x Wᵀ + b at y over the first n rows, products in dt. When a gradient is
+    wanted, the forward computes it too, 64 rows at a time (they stay in cache), by one softmax."""
     @staticmethod
-    def forward(ctx, x, w, b, y, n: int, dt: torch.dtype):
+    def forward(ctx, x, w, b, y, n: int, dt: torch.dtype, grad: bool):
         xd, wd = x.to(dt), w.to(dt)  # autocast's copies (none when x and w are in dt)
+        up = torch.promote_types(dt, torch.float32)  # bf16 logits: a float32 loss and softmax
         with torch.autocast(x.device.type, enabled=False):  # the dtypes by hand, here as in the backward
             z = torch.addmm(b.to(dt), xd, wd.t())
-            logp = F.log_softmax(z, 1, dtype=torch.promote_types(dt, torch.float32))  # a float32 loss
-        ctx.save_for_backward(xd, wd, logp, y); ctx.n, ctx.dtypes = n, (x.dtype, w.dtype, b.dtype)
-        return F.nll_loss(logp[:n], y[:n], reduction='sum') / max(n, 1)
+            if not grad:
+                return F.nll_loss(F.log_softmax(z[:n], 1, dtype=up), y[:n], reduction='sum') / max(n, 1)
+            loss, db = z.new_zeros((), dtype=up), z.new_zeros(z.shape[1], dtype=up)
+            for i in range(0, n, 64):
+                j = min(i + 64, n)
+                at = (torch.arange(j - i, device=z.device), y[i:j])
+                p = torch.softmax(z[i:j], 1, dtype=up)
+                if p[at].min() > 2 ** -100: loss -= p[at].log().sum()  # -log p_y, the row's loss, unless
+                else: loss -= F.log_softmax(z[i:j], 1, dtype=up)[at].sum()  # p_y underflows
+                p[at] -= 1                                              # n times the logits' gradient
+                db += p.sum(0)
+                z[i:j] = p
+            z[n:] = 0                                                   # the padding rows
+        ctx.save_for_backward(xd, wd, z, db); ctx.n, ctx.dtypes = n, (x.dtype, w.dtype, b.dtype)
+        return loss / max(n, 1)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        xd, wd, logp, y = ctx.saved_tensors  # (a second backward finds logp changed, and autograd says so)
-        n, (tx, tw, tb), s = ctx.n, ctx.dtypes, g / max(ctx.n, 1)
-        d = logp.exp_()                                  # softmax
-        d[n:] = 0                                        # the padding rows
-        d[torch.arange(n, device=d.device), y[:n]] -= 1
-        dd = d.to(xd.dtype)                              # scaled after the products: their outputs are small
-        gx, gw, gb = (dd @ wd).to(tx).mul_(s), (dd.t() @ xd).to(tw).mul_(s), d.sum(0).mul_(s).to(tb)
-        return gx, gw, gb, None, None, None
+        xd, wd, d, db = ctx.saved_tensors
+        (tx, tw, tb), s = ctx.dtypes, g / max(ctx.n, 1)  # the 1/n on the products' small outputs
+        return (d @ wd).to(tx).mul_(s), (d.t() @ xd).to(tw).mul_(s), (db * s).to(tb), None, None, None, None
 
 def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
     "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
@@ -142,7 +151,8 @@ def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Ten
         z = F.linear(x, w, b)[:n]  # every row: the padding keeps the product's shape (above)
         z = z.to(torch.promote_types(z.dtype, torch.float32))  # bf16 or fp16 logits: a float32 loss
         return F.cross_entropy(z, y[:n], reduction='sum') / max(n, 1)
-    return _DecodedLoss.apply(x, w, b, y, n, lo if cast else x.dtype)
+    grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or b.requires_grad)
+    return _DecodedLoss.apply(x, w, b, y, n, lo if cast else x.dtype, grad)
 
 # %% ../nbs/14_speed.ipynb #37c850b6
 F32_ATTN_T = 128  # the longest rows whose attention trains by its formula on a CPU under bf16 autocast
