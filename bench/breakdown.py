@@ -20,8 +20,8 @@ KINDS = [  # (kind, the op names it holds, by their start); the first that match
     ('matrix products', ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'mkldnn::', 'aten::mkldnn')),
     ('LayerNorm', ('aten::native_layer_norm',)),
     ('GELU', ('aten::gelu',)),
-    ('loss', ('aten::logsumexp', 'aten::_log_softmax', 'aten::log_softmax', 'aten::nll_loss', 'aten::cross_entropy',
-              'aten::exp')),
+    ('loss', ('_DecodedLoss', 'aten::logsumexp', 'aten::_log_softmax', 'aten::log_softmax', 'aten::nll_loss',
+              'aten::cross_entropy', 'aten::exp')),  # _DecodedLoss: the fused node, its softmax too
     ('embedding', ('aten::embedding', 'aten::index', 'aten::scatter', 'aten::_index_put', 'aten::index_add',
                    'aten::index_select', 'aten::gather')),
     ('casts', ('aten::_to_copy', 'aten::copy_', 'aten::to')),
@@ -31,7 +31,9 @@ KINDS = [  # (kind, the op names it holds, by their start); the first that match
 ]
 
 def kind(e) -> str:
-    "The kind of a profiled op: that of its outermost caller with a kind (logsumexp's subtraction is the loss's)."
+    """The kind of a profiled op: a matrix product's own, else that of its outermost caller with a kind (the fused
+    loss's softmax is the loss's, the log-softmax's subtraction too)."""
+    if e.name.startswith(dict(KINDS)['matrix products']): return 'matrix products'
     chain = []
     while e is not None: chain.append(e.name); e = e.cpu_parent
     return next((k for name in reversed(chain) for k, starts in KINDS if name.startswith(starts)), 'other ops')

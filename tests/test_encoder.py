@@ -193,12 +193,33 @@ def test_the_fused_loss_where_the_labels_probability_underflows(scale):
     assert np.isfinite(loss.item()) and abs(loss.item() - want) <= 1e-12 * max(1, abs(want))
     if scale > 1: assert want > 1000
 
+def _ce_tol(z: torch.Tensor, loss: float) -> float:
+    """How far two float32 computations of a mean cross-entropy from the same logits z may differ: each row's
+    log-sum-exp sums V terms (within gamma(V) of their sum, 1 to V, so of log V after the log) and is shifted by the
+    largest logit, the mean sums the rows (gamma(n) of the loss); twice that, for two computations."""
+    from tol import gamma
+    n, V = z.shape
+    return 2 * (gamma(V) * (1 + z.abs().max().item()) + gamma(n) * abs(loss))
+
+def test_under_autocast_the_loss_is_autograds():
+    """Under bf16 autocast the decoder's product is bf16 (autocast's choice) and the loss float32: autograd's
+    cross-entropy of those logits, to float32's rounding (the node reads it off the softmax), and gradients in the
+    parameters' dtype."""
+    from bert_nb.speed import decoded_loss
+    x, w, b, y = _head_inputs(dtype=torch.float32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        loss = decoded_loss(x, w, b, y, 40)
+        z = torch.nn.functional.linear(x, w, b)[:40].float()
+        want = torch.nn.functional.cross_entropy(z, y[:40])
+    assert loss.dtype == torch.float32 and abs(loss.item() - want.item()) <= _ce_tol(z, want.item())
+    assert all(g.dtype == torch.float32 for g in torch.autograd.grad(loss, (x, w, b)))
+
 @pytest.mark.parametrize('rows', [torch.float32, torch.bfloat16])  # bf16: what the head's transform gives it
 def test_under_autocast_the_fused_gradients_are_autograds_within_bf16(rows):
-    """Under bf16 autocast the decoder and its loss take the fused node too (the bf16 step's loss was a fifth of its
-    time on autograd's path, #58), and its gradients equal autograd's within bf16's arithmetic. Both sides multiply
-    the same bf16 rows and table; each rounds the gradient of the logits to bf16 once (autograd after the 1/n,
-    the node before it) and each product's output once, and the node rounds its bf16 rows' gradient once more
+    """Under bf16 autocast the decoder and its loss take the fused node too (#58), and its gradients equal
+    autograd's within bf16's arithmetic. Both sides multiply the same bf16 rows and table; each rounds the gradient
+    of the logits to bf16 once (autograd after the 1/n, the node before it) and each product's output once, and the
+    node rounds its bf16 rows' gradient once more
     after the 1/n: five roundings of u = 2^-8 in all, each relative to at most the sum of the absolute terms,
     |D| |W| (float32's own sums are 2^16 times finer)."""
     from bert_nb.speed import decoded_loss
@@ -224,8 +245,9 @@ def test_a_bf16_model_gets_a_float32_loss():
     from bert_nb.speed import decoded_loss
     x, w, b, y = (t.bfloat16() if t.is_floating_point() else t for t in _head_inputs(dtype=torch.float32))
     loss = decoded_loss(x, w, b, y, 40)
-    want = torch.nn.functional.cross_entropy(torch.nn.functional.linear(x, w, b)[:40].float(), y[:40])
-    assert loss.dtype == torch.float32 and loss.item() == want.item()
+    z = torch.nn.functional.linear(x, w, b)[:40].float()
+    want = torch.nn.functional.cross_entropy(z, y[:40])
+    assert loss.dtype == torch.float32 and abs(loss.item() - want.item()) <= _ce_tol(z, want.item())
 
 def test_logits_keep_their_graph():
     "forward's loss decodes the labelled rows on its own; the returned logits still back-propagate, as without labels."
