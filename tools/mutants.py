@@ -628,9 +628,6 @@ FAULTS += [
           'class _DecodedLoss(', 'if p[at].min() > 2 ** -100:', 'if True:', ENCODER),
     Fault('q09e', "the fused loss's bias gradient not scaled", 'speed.py', 'class _DecodedLoss(', '(db * s).to(tb)',
           'db.to(tb)', ENCODER),
-    Fault('q10', 'freed memory handed back after all', 'command.py', 'def _keep_freed_memory(',
-          'return bool(mallopt(-3, 32 << 20) and mallopt(-1, 1 << 30))', 'return True',
-          ['tests/test_pretrain.py', '-k', 'freed']),
     # #46: ModernBERT (chapter 06), against transformers' classes, a float64 rotary formula, a brute-force band
     Fault('m01', 'rotary turns the other way', 'modernbert.py', 'def rotate(',
           'torch.cat([-x2, x1], -1)', 'torch.cat([x2, -x1], -1)', MODERN),
