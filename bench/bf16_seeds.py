@@ -8,7 +8,7 @@ PYTHONPATH (an older checkout) and keeps its runs in the same file; appendix 14 
 """
 import argparse, json, subprocess, sys, tempfile
 from pathlib import Path
-from common import machine
+from common import commit, machine
 
 def curve(seed: int, steps: int, evals: int) -> list[dict]:
     "One run's held-out evaluations: tokens, loss, accuracy."
@@ -27,14 +27,11 @@ def main():
     p.add_argument('--before', action='store_true', help="the bert_nb imported is the code before: kept as 'before'")
     p.add_argument('--out', default=str(Path(__file__).with_name('bf16_seeds.json')))
     ns = p.parse_args()
-    import bert_nb
-    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=Path(bert_nb.__file__).parent,
-                            capture_output=True, text=True).stdout.strip()
     runs = {s: curve(s, ns.steps, ns.evals) for s in ns.seeds}
     for s, c in runs.items(): print(f"seed {s}: " + ', '.join(f"{e['tokens'] / 1e6:.2f} M {e['loss']:.3f}" for e in c))
     out = Path(ns.out)
     res = json.loads(out.read_text()) if out.exists() else {}
-    res |= {'machine': machine(), 'steps': ns.steps, 'before' if ns.before else 'now': dict(commit=commit, runs=runs)}
+    res |= {'machine': machine(), 'steps': ns.steps, 'before' if ns.before else 'now': dict(commit=commit(), runs=runs)}
     out.write_text(json.dumps(res, indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

@@ -8,15 +8,15 @@ PYTHONPATH (an older checkout) and keeps it in the same file as the profile befo
     python breakdown.py --threads 1 2
     PYTHONPATH=/tmp/old python breakdown.py --before      # /tmp/old: git worktree add /tmp/old <commit>
 """
-import argparse, json, subprocess, sys, time
+import argparse, json, sys, time
 from pathlib import Path
 import torch
-from common import machine
+from common import commit, machine
 from step import _model_and_batch, _now
 
 KINDS = [  # (kind, the op names it holds, by their start); the first that matches
     ('attention', ('aten::_scaled_dot_product', 'aten::_flash_attention', 'aten::_efficient_attention',
-                   'aten::softmax', 'aten::_softmax')),  # its softmax (the loss's is a log-softmax)
+                   'aten::softmax', 'aten::_softmax')),  # its softmax (the fused loss's: by its caller)
     ('matrix products', ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'mkldnn::', 'aten::mkldnn')),
     ('LayerNorm', ('aten::native_layer_norm',)),
     ('GELU', ('aten::gelu',)),
@@ -63,10 +63,7 @@ def main():
     p.add_argument('--out', default=str(Path(__file__).with_name('breakdown.json')))
     p.add_argument('--before', action='store_true', help="the bert_nb imported is the code before: kept as 'before'")
     ns = p.parse_args()
-    import bert_nb
-    src = Path(bert_nb.__file__).parent
-    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=src, capture_output=True, text=True).stdout.strip()
-    res = {'machine': machine(), 'commit': commit, 'runs': []}
+    res = {'machine': machine(), 'commit': commit(), 'runs': []}
     for n in ns.threads:
         for bf16 in (False, True):
             r = profile(bf16, n, ns.steps) | dict(precision='bf16' if bf16 else 'float32', threads=n)

@@ -1,5 +1,5 @@
 "Shared by the benchmarks: the MiniLM vocab, interleaved timing, and the report line."
-import os, platform, time
+import os, platform, subprocess, time
 from pathlib import Path
 import numpy as np
 import torch
@@ -18,6 +18,12 @@ def interleaved(fns: dict, rounds: int, calls: dict | None = None) -> dict:
             for _ in range(n): f()
             times[k].append((time.perf_counter() - t) / n)
     return {k: float(np.median(v)) for k, v in times.items()}
+
+def commit() -> str:
+    "The commit of the bert_nb imported (an older checkout on PYTHONPATH for a 'before'), -dirty if changed."
+    import bert_nb
+    return subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=Path(bert_nb.__file__).parent,
+                          capture_output=True, text=True).stdout.strip()
 
 def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads)"

@@ -8,7 +8,7 @@
                  decoder and its loss in one node there too (#58)
   bf16 before #58  ... as it was before #58: the decoder and its loss on autograd's path (bf16 logits cast to
                  float32), attention in float32 SDPA
-  bf16 SDPA      ... with attention in SDPA's bf16 kernel, not float32 (`bert_nb.speed.F32_ATTN_T`, appendix 14)
+  bf16 SDPA      ... with attention in SDPA's bf16 kernel, not by its formula (`bert_nb.speed.F32_ATTN_T`, app. 14)
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the

@@ -120,7 +120,8 @@ class _DecodedLoss(torch.autograd.Function):
                 j = min(i + 64, n)
                 at = (torch.arange(j - i, device=z.device), y[i:j])
                 p = torch.softmax(z[i:j], 1, dtype=up)
-                if p[at].min() > 2 ** -100: loss -= p[at].log().sum()  # -log p_y, the row's loss, unless
+                py = p[at]
+                if py.min() > 2 ** -100: loss -= py.log().sum()  # -log p_y, the row's loss, unless
                 else: loss -= F.log_softmax(z[i:j], 1, dtype=up)[at].sum()  # p_y underflows
                 p[at] -= 1                                              # n times the logits' gradient
                 db += p.sum(0)

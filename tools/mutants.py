@@ -625,7 +625,7 @@ FAULTS += [
     Fault('q09f', 'the training loss averaged over the padded rows too', 'speed.py', 'class _DecodedLoss(',
           'return loss / max(n, 1)', 'return loss / len(y)', ENCODER),
     Fault('q09d', "the fused loss read off the softmax even where the label's probability underflows", 'speed.py',
-          'class _DecodedLoss(', 'if p[at].min() > 2 ** -100:', 'if True:', ENCODER),
+          'class _DecodedLoss(', 'if py.min() > 2 ** -100:', 'if True:', ENCODER),
     Fault('q09e', "the fused loss's bias gradient not scaled", 'speed.py', 'class _DecodedLoss(', '(db * s).to(tb)',
           'db.to(tb)', ENCODER),
     # #46: ModernBERT (chapter 06), against transformers' classes, a float64 rotary formula, a brute-force band
