@@ -79,10 +79,11 @@ bench-play: docs
 	cd bench && ../$(PY) play.py
 
 # The training step against the machine's limit (#58): its FLOP a token, the matrix-product peak measured in the same
-# run, the share, float32 and bf16, one and two threads (bench/step.json); then where its time goes, by torch's
-# profiler (bench/breakdown.json). A few minutes, on a quiet machine: appendix 14 reads both.
+# run, the share, float32 and bf16, eager and compiled, one and two threads, and the ceiling of its own products timed
+# alone (bench/step.json); then where its time goes, by torch's profiler (bench/breakdown.json). About ten minutes, on
+# a quiet machine: appendix 14 reads both.
 bench-step: .venv/.installed
-	cd bench && ../$(PY) step.py && ../$(PY) breakdown.py
+	cd bench && ../$(PY) step.py --compile && ../$(PY) breakdown.py
 
 # The default recipe against the stock transformers one, 5 minutes each on the same split (about 11 minutes).
 bench-demo: .venv/.installed

@@ -10,6 +10,8 @@
                  float32), attention in float32 SDPA
   bf16 SDPA      ... with attention in SDPA's bf16 kernel, not by its formula (`bert_nb.speed.F32_ATTN_T`, app. 14)
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
+                 (the fused loss gives way to autograd's cross-entropy in a graph)
+  compiled layers bf16  (--compile) only the encoder's layers compiled (static shapes), the fused loss eager
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
 same masked batch; the steps alternate, one side at a time, so load changes hit every side alike. The stand-in for a
@@ -20,12 +22,19 @@ Each step is also measured against the machine's limit: its FLOP a token, counte
 checked against torch's FlopCounterMode), times its tokens a second, as a share of the matrix-product peak of its
 precision, measured in the same run at the same threads (the best of 2048-square products and of the model's own
 shapes). A share of the physical limit holds from machine to machine where tokens a second do not (#58). The results
-go to bench/step.json.
+go to bench/step.json. This machine's speed drifts by a fifth for seconds at a time, so each turn of a side is also
+set against a peak timed just before it (the best of the model's own shapes, three times each): the median of those
+shares is kept beside the share of the run's peak, which is the figure (the lower: a turn's quick peak is the noisier).
+
+And the ceiling: the step's own matrix products, recorded from one step (their shapes, strides and dtypes), each
+timed alone on inputs of its own, summed. A step whose every other op took no time would take that long; its share
+of the peak is the most that faster other ops can bring (#58).
 
     python step.py --threads 1 2
     ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16
 """
-import argparse, json, sys, time
+import argparse, json, os, sys, tempfile, time
+from collections import Counter
 from pathlib import Path
 import multiprocessing as mp
 import numpy as np
@@ -87,14 +96,49 @@ def _before(m, a):
         return loss.item()
     return step
 
-def _now(m, a, bf16=False, compiled=False):
-    "The step `bert-nb train` takes."
+def _now(m, a, bf16=False, compiled=False, layers=False):
+    "The step `bert-nb train` takes; `compiled`: under torch.compile, the whole step's loss or only the `layers`."
     from bert_nb.pretrain import make_optimizer, MLMLoss, _step
+    from bert_nb.bert import BertLayer
     from bert_nb.command import _keep_freed_memory
     _keep_freed_memory()
     opt, loss_fn = make_optimizer(m, a.lr, a.weight_decay), MLMLoss(m)
-    if compiled: loss_fn = torch.compile(loss_fn)
+    if compiled and layers:  # every batch is (B, T): one graph, which the three layers share
+        for l in m.modules():
+            if isinstance(l, BertLayer): l.compile(dynamic=False)
+    elif compiled: loss_fn = torch.compile(loss_fn)
     return lambda *args: _step(loss_fn, opt, None, args, bf16)
+
+PRODUCTS = ('mm', 'addmm', 'bmm', 'baddbmm')
+
+def products_alone(bf16: bool, reps: int = 21) -> tuple[float, float]:
+    """(seconds, FLOP) of the step's own matrix products, recorded from one step, each timed alone (the best of
+    `reps`, as the peak is, at torch's threads now) on inputs of its shapes, strides and dtypes: what a step would take if every
+    other op took no time."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    calls = Counter()
+    class Record(TorchDispatchMode):  # below autocast and autograd: the products as they run, backward's too
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ in PRODUCTS:
+                sig = tuple(('tensor', tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor) else x
+                            for x in args)
+                calls[func, sig, tuple(sorted((kwargs or {}).items()))] += 1
+            return func(*args, **(kwargs or {}))
+    a, m, args = _model_and_batch()
+    step = _now(m, a, bf16)
+    step(*args)
+    with Record(): step(*args)
+    seconds = flop = 0.0
+    for (func, sig, kw), count in calls.items():
+        xs = [torch.empty_strided(x[1], x[2], dtype=x[3]).normal_() if isinstance(x, tuple) and x[:1] == ('tensor',)
+              else x for x in sig]
+        func(*xs, **dict(kw))  # warm up
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter(); out = func(*xs, **dict(kw)); times.append(time.perf_counter() - t)
+        seconds += count * min(times)
+        flop += count * 2 * out.numel() * xs[-1].shape[-2]  # (m × k) @ (k × n): 2mkn, k the last input's rows
+    return seconds, flop
 
 def _autograd_loss(x, w, b, y, n: int):
     "The bf16 step's loss before #58: autocast's bf16 logits, cast to float32, autograd's cross-entropy."
@@ -109,6 +153,9 @@ def _f32_sdpa(q, k, v, bias, p: float):
 def _side(conn, name: str, threads: int):
     "A process that trains one side a step at a time, when told, and sends back its seconds."
     torch.set_num_threads(threads)
+    cache = tempfile.TemporaryDirectory(prefix='step-inductor-')  # removed when the side ends
+    if name.startswith('compiled'):  # a cache of its own: it compiles from cold, as a fresh machine's run does
+        os.environ['TORCHINDUCTOR_CACHE_DIR'] = cache.name
     if name == 'bf16 before #58':
         import bert_nb.bert, bert_nb.speed
         bert_nb.bert.decoded_loss, bert_nb.speed.attend = _autograd_loss, _f32_sdpa
@@ -116,7 +163,8 @@ def _side(conn, name: str, threads: int):
         import bert_nb.speed
         bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32
     a, m, args = _model_and_batch(0.3 if '30%' in name else None)
-    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name, name.startswith('compiled'))
+    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name, name.startswith('compiled'),
+                                                          'layers' in name)
     t = time.perf_counter(); losses = [step(*args) for _ in range(3)]  # the first steps: allocation, compiling
     conn.send((time.perf_counter() - t, losses))
     while (n := conn.recv()):
@@ -124,19 +172,22 @@ def _side(conn, name: str, threads: int):
         for _ in range(n): step(*args)
         conn.send((time.perf_counter() - t) / n)
 
-def compare(sides: list[str], threads: int, rounds: int = 15, calls: int = 4) -> dict:
-    "Seconds per step of each side (the median of `rounds` alternating turns of `calls` steps)."
-    ctx, pipes = mp.get_context('spawn'), {}
-    for name in sides:
+def compare(sides: list[str], threads: int, peak, rounds: int = 15, calls: int = 4) -> dict:
+    """Per side, its turns: (seconds a step, the matrix-product peak of its precision, `peak(side)`, timed just
+    before the turn), over `rounds` alternating turns of `calls` steps; and its first steps' (seconds, losses).
+    This machine's speed drifts by a fifth for seconds at a time: a turn's own peak moves with it."""
+    ctx, pipes, procs, first = mp.get_context('spawn'), {}, [], {}
+    for name in sides:  # one at a time, so that each side's first steps (its compiling) run alone
         here, there = ctx.Pipe()
-        ctx.Process(target=_side, args=(there, name, threads), daemon=True).start()
-        pipes[name] = here
-    first = {k: p.recv() for k, p in pipes.items()}
-    times = {k: [] for k in sides}
+        procs.append(ctx.Process(target=_side, args=(there, name, threads), daemon=True)); procs[-1].start()
+        pipes[name], first[name] = here, here.recv()
+    turns = {k: [] for k in sides}
     for _ in range(rounds):
-        for k, p in pipes.items(): p.send(calls); times[k].append(p.recv())
+        for k, p in pipes.items():
+            top = peak(k); p.send(calls); turns[k].append((p.recv(), top))
     for p in pipes.values(): p.send(0)
-    return {k: (float(np.median(times[k])), *first[k]) for k in sides}
+    for p in procs: p.join()  # gone before anything else is timed
+    return {k: (turns[k], first[k]) for k in sides}
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,7 +201,7 @@ def main():
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
     sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
-            ['compiled'] * ns.compile + ['compiled bf16'] * (ns.compile and bf16)
+            ['compiled'] * ns.compile + ['compiled bf16', 'compiled layers bf16'] * (ns.compile and bf16)
     B, T, d = a.batch_size, a.max_len, a.d_model
     labelled = {p_: float((_model_and_batch(p_)[2][3] != -100).double().mean()) for p_ in (a.mask_p, 0.3)}
     flops = {k: step_flops(a, labelled[0.3 if '30%' in k else a.mask_p]) for k in sides}
@@ -163,20 +214,35 @@ def main():
     out = dict(machine=machine(), flops_per_token=flops, counted_flops_per_token=counted, threads={})
     for n in ns.threads:
         torch.set_num_threads(n)
-        peak = {'float32': matmul_peak(torch.float32, shapes)} | ({'bf16': matmul_peak(torch.bfloat16, shapes)} if bf16 else {})
-        t = compare(sides, n, ns.rounds)
+        precs = [torch.float32] + [torch.bfloat16] * bf16
+        name = lambda dt: 'bf16' if dt == torch.bfloat16 else 'float32'
+        peak = {name(dt): matmul_peak(dt, shapes) for dt in precs}
         print(f"{n} thread{'s' * (n > 1)}: matmul peak " + ', '.join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in peak.items()))
+        alone = {}  # timed here, where nothing else runs
+        for dt in precs:
+            sec, flop = products_alone(dt == torch.bfloat16)
+            share = flops['float32'] * B * T / sec / peak[name(dt)]
+            alone[name(dt)] = dict(ms=sec * 1e3, gflop=flop / 1e9, peak_share=share)
+            print(f"  {name(dt)} products alone {sec * 1e3:5.1f} ms ({flop / 1e9:.2f} GFLOP): a step of nothing else "
+                  f"would run at {share:.0%} of the {name(dt)} peak", flush=True)
+        own = shapes[1:]  # a turn's peak: the model's own shapes, quick to time
+        t = compare(sides, n, lambda k: matmul_peak(torch.bfloat16 if 'bf16' in k else torch.float32, own, 3),
+                    ns.rounds)
         rows = {}
-        for k, (s, first, losses) in t.items():
-            rate = B * T / s
-            prec = 'bf16' if 'bf16' in k else 'float32'
+        for k, (turns, (first, losses)) in t.items():
+            s = float(np.median([x for x, _ in turns]))
+            prec, rate = 'bf16' if 'bf16' in k else 'float32', B * T / s
             share = flops[k] * rate / peak[prec]
-            rows[k] = dict(ms=s * 1e3, tokens_per_s=rate, gflops=flops[k] * rate / 1e9, peak_share=share,
+            turn = float(np.median([flops[k] * B * T / x / top for x, top in turns]))
+            rows[k] = dict(ms=s * 1e3, best_ms=min(x for x, _ in turns) * 1e3, tokens_per_s=rate,
+                           gflops=flops[k] * rate / 1e9, peak_share=share, turn_share=turn,
+                           turn_peak_gflops=float(np.median([top for _, top in turns])) / 1e9,
                            first_steps_s=first, losses=losses)
-            print(f"  {k:<16} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
-                  f"{share:5.0%} of the {prec} peak  {t['before #45'][0] / s:5.2f}x  first 3 steps {first:5.1f} s, "
+            print(f"  {k:<20} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
+                  f"{share:5.0%} of the {prec} peak ({turn:4.0%} of its turns' {rows[k]['turn_peak_gflops']:3.0f})  "
+                  f"{float(np.median([x for x, _ in t['before #45'][0]])) / s:5.2f}x  first 3 steps {first:5.1f} s, "
                   f"losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
-        out['threads'][n] = dict(peak_gflops={k: v / 1e9 for k, v in peak.items()}, steps=rows)
+        out['threads'][n] = dict(peak_gflops={k: v / 1e9 for k, v in peak.items()}, steps=rows, products_alone=alone)
     Path(ns.out).write_text(json.dumps(out, indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())
