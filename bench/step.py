@@ -22,9 +22,9 @@ Each step is also measured against the machine's limit: its FLOP a token, counte
 checked against torch's FlopCounterMode), times its tokens a second, as a share of the matrix-product peak of its
 precision, measured in the same run at the same threads (the best of 2048-square products and of the model's own
 shapes). A share of the physical limit holds from machine to machine where tokens a second do not (#58). The results
-go to bench/step.json. This machine's speed drifts by a fifth for seconds at a time, so each turn of a side is also
-set against a peak timed just before it (the best of the model's own shapes, three times each): the median of those
-shares is kept beside the share of the run's peak, which is the figure (the lower: a turn's quick peak is the noisier).
+go to bench/step.json. This machine's speed drifts for seconds at a time, so each turn of a side is also set against
+a peak timed just before it (the best of the model's own shapes, three times each): the median of those shares is
+kept beside the share of the run's peak, which is the figure.
 
 And the ceiling: the step's own matrix products, recorded from one step (their shapes, strides and dtypes), each
 timed alone on inputs of its own, summed. A step whose every other op took no time would take that long; its share
@@ -113,8 +113,8 @@ PRODUCTS = ('mm', 'addmm', 'bmm', 'baddbmm')
 
 def products_alone(bf16: bool, reps: int = 21) -> tuple[float, float]:
     """(seconds, FLOP) of the step's own matrix products, recorded from one step, each timed alone (the best of
-    `reps`, as the peak is, at torch's threads now) on inputs of its shapes, strides and dtypes: what a step would take if every
-    other op took no time."""
+    `reps`, as the peak is, at torch's threads now) on inputs of its shapes, strides and dtypes: what a step would
+    take if every other op took no time."""
     from torch.utils._python_dispatch import TorchDispatchMode
     calls = Counter()
     class Record(TorchDispatchMode):  # below autocast and autograd: the products as they run, backward's too
