@@ -153,8 +153,8 @@ def _f32_sdpa(q, k, v, bias, p: float):
 def _side(conn, name: str, threads: int):
     "A process that trains one side a step at a time, when told, and sends back its seconds."
     torch.set_num_threads(threads)
-    cache = tempfile.TemporaryDirectory(prefix='step-inductor-')  # removed when the side ends
     if name.startswith('compiled'):  # a cache of its own: it compiles from cold, as a fresh machine's run does
+        cache = tempfile.TemporaryDirectory(prefix='step-inductor-')  # removed when the side ends
         os.environ['TORCHINDUCTOR_CACHE_DIR'] = cache.name
     if name == 'bf16 before #58':
         import bert_nb.bert, bert_nb.speed
