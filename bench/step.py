@@ -14,7 +14,8 @@
   compiled layers bf16  (--compile) only the encoder's layers compiled (static shapes), the fused loss eager
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
-same masked batch; the steps alternate, one side at a time, so load changes hit every side alike. The stand-in for a
+same masked batch; the steps alternate, one side at a time, so load changes hit every side alike, and each
+turn's timed steps follow an untimed one, as every step of a run follows the last. The stand-in for a
 laptop without AVX-512 or bf16 (#45): `ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py` (MKL, which does
 the matrix products, picks its own instructions whatever ATen is told).
 
@@ -168,14 +169,17 @@ def _side(conn, name: str, threads: int):
     t = time.perf_counter(); losses = [step(*args) for _ in range(3)]  # the first steps: allocation, compiling
     conn.send((time.perf_counter() - t, losses))
     while (n := conn.recv()):
+        step(*args)  # untimed: waking this side's threads and refilling its caches, which a run never pauses for
         t = time.perf_counter()
         for _ in range(n): step(*args)
         conn.send((time.perf_counter() - t) / n)
 
 def compare(sides: list[str], threads: int, peak, rounds: int = 15, calls: int = 4) -> dict:
     """Per side, its turns: (seconds a step, the matrix-product peak of its precision, `peak(side)`, timed just
-    before the turn), over `rounds` alternating turns of `calls` steps; and its first steps' (seconds, losses).
-    This machine's speed drifts by a fifth for seconds at a time: a turn's own peak moves with it."""
+    before the turn), over `rounds` alternating turns of `calls` timed steps, each turn after one untimed step (a
+    turn's first step ran 10-13% slower: the side's threads had slept and its caches held other sides' data); and
+    its first steps' (seconds, losses). This machine's speed drifts by a fifth for seconds at a time: a turn's own
+    peak moves with it."""
     ctx, pipes, procs, first = mp.get_context('spawn'), {}, [], {}
     for name in sides:  # one at a time, so that each side's first steps (its compiling) run alone
         here, there = ctx.Pipe()
