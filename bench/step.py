@@ -32,7 +32,7 @@ timed alone on inputs of its own, summed. A step whose every other op took no ti
 of the peak is the most that faster other ops can bring (#58).
 
     python step.py --threads 1 2
-    ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16
+    ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16 --out step_standin.json   # chapter 03 reads it
 """
 import argparse, json, os, sys, tempfile, time
 from collections import Counter
