@@ -628,6 +628,10 @@ FAULTS += [
           'class _DecodedLoss(', 'if py.min() > 2 ** -100:', 'if True:', ENCODER),
     Fault('q09e', "the fused loss's bias gradient not scaled", 'speed.py', 'class _DecodedLoss(', '(db * s).to(tb)',
           'db.to(tb)', ENCODER),
+    Fault('c01', 'the mmap threshold left to glibc (8 MB blocks mapped and unmapped every time)', 'command.py',
+          'def _keep_freed_memory(', 'mallopt(-3, 32 << 20) and ', '', ['tests/test_pretrain.py', '-k', 'malloc']),
+    Fault('c02', "the trim threshold left to glibc (the heap's free top given back)", 'command.py',
+          'def _keep_freed_memory(', ' and mallopt(-1, 1 << 30)', '', ['tests/test_pretrain.py', '-k', 'malloc']),
     # #46: ModernBERT (chapter 06), against transformers' classes, a float64 rotary formula, a brute-force band
     Fault('m01', 'rotary turns the other way', 'modernbert.py', 'def rotate(',
           'torch.cat([-x2, x1], -1)', 'torch.cat([x2, -x1], -1)', MODERN),
