@@ -223,9 +223,18 @@ def test_frequency_bias_is_the_add_one_log_frequencies():
     assert (ids == before).all()  # the input is not touched
     with pytest.raises(ValueError, match='past tok'): frequency_bias(model.head, np.array([len(tok)]), tok)
 
-STEPS_FAULTS = """
-import ctypes, mmap, resource, torch
+FRESH = """
+import ctypes, mmap, resource, sys, torch
 assert ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) == 0  # PR_SET_THP_DISABLE: count 4 KB pages, whatever THP says
+faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+"""
+
+def _fresh(script: str, *argv: str, tunables: str = '') -> str:
+    "What `script` prints in a fresh process of one thread, after FRESH: the setting is process-wide."
+    return subprocess.run([sys.executable, '-c', FRESH + script, *argv], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, OMP_NUM_THREADS='1', GLIBC_TUNABLES=tunables)).stdout
+
+STEPS_FAULTS = """
 from bert_nb.command import _keep_freed_memory
 from bert_nb.bert import BertConfig, BertForMLM
 from bert_nb.pretrain import make_optimizer, MLMLoss, _step
@@ -235,7 +244,7 @@ m = BertForMLM(BertConfig(8192, max_len=32, d_model=128, n_heads=2, n_layers=3, 
 ids = torch.randint(5, 8192, (64, 32)); labels = torch.where(torch.rand(64, 32) < 0.4, ids, -100)
 opt, loss = make_optimizer(m, 1e-3), MLMLoss(m)
 for _ in range(3): _step(loss, opt, None, (ids, None, None, labels))  # allocator pools, optimizer state
-faults, counts = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt, []
+counts = []
 for _ in range(3):  # the least of three: the allocator's faults recur every time, the kernel's own come and go
     t = faults()
     for _ in range(3): _step(loss, opt, None, (ids, None, None, labels))
@@ -252,11 +261,9 @@ def _glibc() -> bool:
     except (ValueError, OSError): return False
 
 BLOCKS_FAULTS = """
-import ctypes, resource, sys, torch
-assert ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) == 0  # PR_SET_THP_DISABLE: count 4 KB pages, whatever THP says
 from bert_nb.command import _keep_freed_memory
 if sys.argv[1] == 'keep': assert _keep_freed_memory()
-faults, counts = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt, []
+counts = []
 for _ in range(2):  # four 8 MB blocks taken, written and freed, as a step takes and frees its buffers; twice
     t = faults()
     blocks = [torch.ones(2 << 20) for _ in range(4)]
@@ -273,9 +280,7 @@ def test_the_malloc_settings_keep_what_is_freed():
     their mmap threshold starts at 128 KB, so the first blocks were mapped and handed back whole. The step's own
     test above cannot tell the two apart since #58's fused loss, which frees less; this one fails when the settings
     do not take effect (mutants c01, c02)."""
-    run = lambda how: int(subprocess.run([sys.executable, '-c', BLOCKS_FAULTS, how], capture_output=True, text=True,
-                                         check=True, env=dict(os.environ, OMP_NUM_THREADS='1')).stdout)
-    assert run('keep') < 4_096 and run('defaults') > 6_000
+    assert int(_fresh(BLOCKS_FAULTS, 'keep')) < 4_096 and int(_fresh(BLOCKS_FAULTS, 'defaults')) > 6_000
 
 @pytest.mark.skipif(not _glibc(), reason="glibc's malloc settings; other C libraries keep their own")
 @pytest.mark.parametrize('tunables', ['', 'glibc.malloc.hugetlb=1'])  # the second: malloc asks for huge pages
@@ -289,7 +294,5 @@ def test_freed_memory_is_kept_for_the_next_step(tunables):
     much served it without a fault). In a fresh process of one thread, as the setting is process-wide; the process
     turns transparent huge pages off for itself, since where THP is `always` a fault maps 2 MB (CI: 2,049 faults
     for the old step's defaults, 38 here with the tunable)."""
-    r = subprocess.run([sys.executable, '-c', STEPS_FAULTS], capture_output=True, text=True, check=True,
-                       env=dict(os.environ, OMP_NUM_THREADS='1', GLIBC_TUNABLES=tunables))
-    kept, faults, control = r.stdout.split()
+    kept, faults, control = _fresh(STEPS_FAULTS, tunables=tunables).split()
     assert int(control) > 10_000 and int(faults) < 2_000 and kept == 'True'
