@@ -12,6 +12,9 @@
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
                  (the fused loss gives way to autograd's cross-entropy in a graph)
   compiled layers bf16  (--compile) only the encoder's layers compiled (static shapes), the fused loss eager
+  bf16 model     (--sides) the model itself cast to bf16, stepped without autocast: no casts at all, every other op
+                 on half the bytes. Not a recipe (no float32 master weights: AdamW's small updates round away in
+                 bf16), but the most that keeping the weights in bf16 could save (#58); bench/step_bf16_model.json
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
 same masked batch; the steps alternate, one side at a time, so load changes hit every side alike, and each
@@ -32,6 +35,7 @@ timed alone on inputs of its own, summed. A step whose every other op took no ti
 of the peak is the most that faster other ops can bring (#58).
 
     python step.py --threads 1 2
+    python step.py --sides 'bf16 autocast' 'bf16 model' --out step_bf16_model.json   # appendix 14 reads it
     ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1 python step.py --no-bf16 --out step_standin.json   # chapter 03 reads it
 """
 import argparse, json, os, sys, tempfile, time
@@ -164,8 +168,9 @@ def _side(conn, name: str, threads: int):
         import bert_nb.speed
         bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32
     a, m, args = _model_and_batch(0.3 if '30%' in name else None)
-    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name, name.startswith('compiled'),
-                                                          'layers' in name)
+    if name == 'bf16 model': m = m.bfloat16()  # its products bf16 without autocast
+    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name and name != 'bf16 model',
+                                                          name.startswith('compiled'), 'layers' in name)
     t = time.perf_counter(); losses = [step(*args) for _ in range(3)]  # the first steps: allocation, compiling
     conn.send((time.perf_counter() - t, losses))
     while (n := conn.recv()):
@@ -200,15 +205,21 @@ def main():
     p.add_argument('--compile', action='store_true', help='add the compiled steps')
     p.add_argument('--no-bf16', action='store_true', help='leave out bf16 (the stand-in for a CPU without it)')
     p.add_argument('--out', default=str(Path(__file__).with_name('step.json')), help='where the results go')
+    p.add_argument('--sides', nargs='+', help="only these sides, in this order (of the above, 'bf16 model' too)")
     ns = p.parse_args()
     from bert_nb.command import _native_bf16
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
     sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
             ['compiled'] * ns.compile + ['compiled bf16', 'compiled layers bf16'] * (ns.compile and bf16)
+    if ns.sides:
+        known = ['before #45', 'float32', 'float32, 30%', 'compiled'] + ['bf16 autocast', 'bf16 before #58',
+                 'bf16 SDPA', 'compiled bf16', 'compiled layers bf16', 'bf16 model'] * bf16
+        if bad := [k for k in ns.sides if k not in known]: p.error(f"--sides: no side {bad} here, of {known}")
+        sides = ns.sides
     B, T, d = a.batch_size, a.max_len, a.d_model
     labelled = {p_: float((_model_and_batch(p_)[2][3] != -100).double().mean()) for p_ in (a.mask_p, 0.3)}
-    flops = {k: step_flops(a, labelled[0.3 if '30%' in k else a.mask_p]) for k in sides}
+    flops = {k: step_flops(a, labelled[0.3 if '30%' in k else a.mask_p]) for k in dict.fromkeys(['float32', *sides])}
     counted = counted_flops(m, args)
     shapes = [(2048, 2048, 2048), (B * T, d, a.d_ff), (round(labelled[a.mask_p] * B * T), d, a.vocab_size)]
     print(f"The default run's training step, V={a.vocab_size}, d={d}, {a.layers} layers, B={B}, T={T}, "
@@ -233,6 +244,7 @@ def main():
         t = compare(sides, n, lambda k: matmul_peak(torch.bfloat16 if 'bf16' in k else torch.float32, own, 3),
                     ns.rounds)
         rows = {}
+        base = float(np.median([x for x, _ in t[sides[0]][0]]))  # the first side's step, the others against it
         for k, (turns, (first, losses)) in t.items():
             s = float(np.median([x for x, _ in turns]))
             prec, rate = 'bf16' if 'bf16' in k else 'float32', B * T / s
@@ -244,7 +256,7 @@ def main():
                            first_steps_s=first, losses=losses)
             print(f"  {k:<20} {s * 1e3:7.1f} ms {rate:>9,.0f} tokens/s {flops[k] * rate / 1e9:6.0f} GFLOP/s "
                   f"{share:5.0%} of the {prec} peak ({turn:4.0%} of its turns' {rows[k]['turn_peak_gflops']:3.0f})  "
-                  f"{float(np.median([x for x, _ in t['before #45'][0]])) / s:5.2f}x  first 3 steps {first:5.1f} s, "
+                  f"{base / s:5.2f}x {sides[0]}'s  first 3 steps {first:5.1f} s, "
                   f"losses {', '.join(f'{x:.4f}' for x in losses)}", flush=True)
         out['threads'][n] = dict(peak_gflops={k: v / 1e9 for k, v in peak.items()}, steps=rows, products_alone=alone)
     Path(ns.out).write_text(json.dumps(out, indent=1) + '\n')
