@@ -12,9 +12,9 @@
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
                  (the fused loss gives way to autograd's cross-entropy in a graph)
   compiled layers bf16  (--compile) only the encoder's layers compiled (static shapes), the fused loss eager
-  bf16 model     (--sides) the model itself cast to bf16, stepped without autocast: no casts at all, every other op
-                 on half the bytes. Not a recipe (no float32 master weights: AdamW's small updates round away in
-                 bf16), but the most that keeping the weights in bf16 could save (#58); bench/step_bf16_model.json
+  bf16 model     (--sides) the model itself cast to bf16, stepped without autocast: no cast for a product, LayerNorm
+                 and GELU on bf16. Not a recipe (no float32 master weights: AdamW's small updates round away in
+                 bf16), but the best case of keeping the weights in bf16 (#58); bench/step_bf16_model.json
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
 same masked batch; the steps alternate, one side at a time, so load changes hit every side alike, and each
