@@ -13,8 +13,9 @@ import pytest
 
 NBS = Path(__file__).resolve().parents[1] / 'nbs'
 NUM = re.compile(r'(?<![\w.$\\^_{/-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\w)')
-NOT_MEASURED = [r'\$[^$]*\$', r'\]\(\d\d_\w+\.ipynb\)(?:, [\d.]+)+',  # formulas, a link to a chapter and its sections
-                r'\]\([^)]*\)', r'`[^`]*`', r'\b(?:19|20)\d\d\b',  # links, code, years
+NOT_MEASURED = [r'`[^`]*`', r'\$[^$]*\$',  # code, then formulas: a $ in code would pair with a formula's, hiding prose
+                r'\]\(\d\d_\w+\.ipynb\)(?:, [\d.]+)+', r'\]\([^)]*\)',  # a link to a chapter and its sections, links
+                r'\b(?:19|20)\d\d\b',  # years
                 r'\b[Cc]hapters? \d\d(?:\s*(?:and|,|to)\s*\d\d)*', r'\b\d\d\'s\b', r'§\d+', r'\b\d\d_\w+',
                 r'\b[Ss]ections? \d+(?:\.\d+)?(?:\s*(?:and|,|to)\s*\d+)*', r'#+ \d+(?:\.\d+)*\.?', r'(?m)^\d+\. ',
                 r'\bappendix(?: A(?:\.\d+)?| \d\d\b)?', r'#\d+\b', r'\b80/10/10\b',  # appendices, issues, a name
@@ -83,3 +84,10 @@ def test_a_share_in_code_is_a_percentage_in_prose_only(tmp_path):
                     {'cell_type': 'code', 'id': 'b', 'source': ['p = 0.15'], 'outputs': []}]}
     (tmp_path / 'x.ipynb').write_text(json.dumps(nb))
     assert [n for _, n, _ in unsupported(tmp_path / 'x.ipynb')] == ['15', '100']
+
+def test_a_dollar_in_code_hides_no_prose(tmp_path):
+    "A $ inside a code span is code, not half of a formula: the figures after it are still checked."
+    nb = {'cells': [{'cell_type': 'markdown', 'id': 'a', 'source': ['Run `echo $HOME` first. It learns 47.3% of them, '
+                                                                  'and $x^2$ is a formula.']}]}
+    (tmp_path / 'x.ipynb').write_text(json.dumps(nb))
+    assert [n for _, n, _ in unsupported(tmp_path / 'x.ipynb')] == ['47.3']
