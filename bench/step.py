@@ -14,7 +14,7 @@
   compiled layers bf16  (--compile) only the encoder's layers compiled (static shapes), the fused loss eager
   bf16 model     (--sides) the model itself cast to bf16, stepped without autocast: no cast for a product, LayerNorm
                  and GELU on bf16. Not a recipe (no float32 master weights: AdamW's small updates round away in
-                 bf16), but the best case of keeping the weights in bf16 (#58); bench/step_bf16_model.json
+                 bf16), but what the casts and the other ops' bytes are worth (#58); bench/step_bf16_model.json
 
 Each side is its own process (spawned: its own allocator settings), training its own copy of the same model on the
 same masked batch; the steps alternate, one side at a time, so load changes hit every side alike, and each
