@@ -210,13 +210,10 @@ def main():
     from bert_nb.command import _native_bf16
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
-    sides = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
-            ['compiled'] * ns.compile + ['compiled bf16', 'compiled layers bf16'] * (ns.compile and bf16)
-    if ns.sides:
-        known = ['before #45', 'float32', 'float32, 30%', 'compiled'] + ['bf16 autocast', 'bf16 before #58',
-                 'bf16 SDPA', 'compiled bf16', 'compiled layers bf16', 'bf16 model'] * bf16
-        if bad := [k for k in ns.sides if k not in known]: p.error(f"--sides: no side {bad} here, of {known}")
-        sides = ns.sides
+    every = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
+            ['compiled'] + ['compiled bf16', 'compiled layers bf16', 'bf16 model'] * bf16
+    sides = ns.sides or [k for k in every if k != 'bf16 model' and (ns.compile or not k.startswith('compiled'))]
+    if bad := [k for k in sides if k not in every]: p.error(f"--sides: no side {bad} here, of {every}")
     B, T, d = a.batch_size, a.max_len, a.d_model
     labelled = {p_: float((_model_and_batch(p_)[2][3] != -100).double().mean()) for p_ in (a.mask_p, 0.3)}
     flops = {k: step_flops(a, labelled[0.3 if '30%' in k else a.mask_p]) for k in dict.fromkeys(['float32', *sides])}
