@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_modernbert.ipynb #415c30e5
 from __future__ import annotations
-import math
+import importlib, math, warnings
 from dataclasses import dataclass, asdict
 from typing import NamedTuple
 import torch
@@ -299,3 +299,13 @@ class ModernBertClassifier(nn.Module):
         h = self.encoder(ids, attn_mask)  # zeros at padding: a sum over T is a sum over the real tokens
         n = h.new_tensor(ids.shape[1]) if attn_mask is None else attn_mask.sum(1, keepdim=True).to(h.dtype)
         return self.classifier(self.drop(self.head(h[:, 0] if self.pooling == 'cls' else h.sum(1) / n)))
+
+# %% ../nbs/06_modernbert.ipynb #e1cdcef9
+_MOVED = ('hf_state_dict', 'hf_config', 'config_from_hf', 'save_modernbert', 'load_modernbert')  # moved out
+
+def __getattr__(name: str):
+    "A name that moved: imported from its new home on first use (which imports this module), with a warning."
+    if name not in _MOVED: raise AttributeError(f"module 'bert_nb.modernbert' has no attribute {name!r}")
+    warnings.warn(f"bert_nb.modernbert.{name} moved to bert_nb.modernbert_files.{name}: import it from "
+                  "bert_nb.modernbert_files", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module('bert_nb.modernbert_files'), name)

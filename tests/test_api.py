@@ -10,7 +10,7 @@ from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, EncoderOutput, ML
                           mlm_batch)
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
-from tol import encoder_tol
+from tol import encoder_tol, grad_tol
 
 transformers.logging.set_verbosity_error()
 
@@ -202,3 +202,46 @@ def test_the_package_is_typed_and_reexports_its_names():
     for name in bert_nb.__all__: assert getattr(bert_nb, name) is not None
     code = 'import sys, bert_nb.rng; print("torch" in sys.modules)'
     assert subprocess.run([_sys.executable, '-c', code], capture_output=True, text=True).stdout.strip() == 'False'
+
+def test_inference_keeps_the_stacked_qkv_only_while_the_weights_stand(minilm, tmp_path):
+    """With autograd off, each layer's stacked q, k, v weights are kept between calls, and made again whenever a weight
+    changes: written in place (what an optimizer step does), replaced by load_state_dict, or cast. The oracle is
+    transformers' eager BertModel on the same weights, changed the same way, in float64 (the claim is the same
+    formula)."""
+    enc, _, ref, b = minilm
+    ours, theirs = as_dtype(torch.float64, enc, ref)
+    ids, mask = b['input_ids'], b['attention_mask']
+    def gap():
+        with torch.no_grad():
+            return (ours(ids, attn_mask=mask) - theirs(input_ids=ids, attention_mask=mask).last_hidden_state)[
+                mask.bool()].abs().max().item()
+    tol = encoder_tol(ours.config, ids.shape[1], torch.float64, 10.0)
+    assert gap() < tol
+    calls = []
+    real_cat = torch.cat
+    def counting_cat(*a, **k): calls.append(1); return real_cat(*a, **k)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch, 'cat', counting_cat)
+        with torch.no_grad(): ours(ids, attn_mask=mask)
+    assert calls == []  # kept from the first call: no layer stacked its weights again
+    with torch.no_grad():  # in place, as an optimizer step writes: the kept copy is stale now
+        for a, r in [(ours.layers[1].attn, theirs.encoder.layer[1].attention.self)]:
+            a.k.weight.mul_(-0.5); r.key.weight.mul_(-0.5); a.v.bias.add_(1.0); r.value.bias.add_(1.0)
+    assert gap() < tol
+    sd = {k: v * 0.9 for k, v in theirs.state_dict().items()}  # replaced by a load
+    theirs.load_state_dict(sd)
+    bert_nb.bert.load_hf_bert(ours, sd)
+    assert gap() < tol
+    # autograd on, right after calls without it (an evaluation, then a training step): the weights get gradients
+    ours(ids, attn_mask=mask)[mask.bool()].sum().backward()
+    theirs(input_ids=ids, attention_mask=mask).last_hidden_state[mask.bool()].sum().backward()
+    scale = max(p.grad.abs().max().item() for p in theirs.parameters() if p.grad is not None)
+    gtol = grad_tol(ours.config, ids.shape[1], int(mask.sum()), torch.float64, scale)
+    for l, r in zip(ours.layers, theirs.encoder.layer):
+        a, s = l.attn, r.attention.self
+        for mine, hf in [(a.q, s.query), (a.k, s.key), (a.v, s.value)]:
+            assert mine.weight.grad is not None and (mine.weight.grad - hf.weight.grad).abs().max().item() < gtol
+    ours.float(); theirs.float()  # cast: another dtype, other storage
+    assert gap() < encoder_tol(ours.config, ids.shape[1], torch.float32, 10.0)
+    torch.save(ours, tmp_path / 'whole.pt')  # what is kept is not the module's: a whole module still pickles
+    assert len(torch.load(tmp_path / 'whole.pt', weights_only=False).layers) == len(ours.layers)

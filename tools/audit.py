@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 EXE = Path(sys.executable).parent / 'bert-nb'
-CLEAR = (ValueError, TypeError, FileNotFoundError, IndexError, OSError)  # IndexError: out of range; OSError: a disk
+CLEAR = (ValueError, TypeError, FileNotFoundError, IndexError, OSError,  # IndexError: out of range; OSError: a disk
+         ImportError)  # a name that a module does not have, from `from M import name`
 
 class Hang(Exception): pass
 
@@ -720,6 +721,12 @@ def cases(tmp: Path, minilm: Path) -> dict:
             x, w, b = (torch.zeros(*s, requires_grad=True) for s in ((4, 8), (9, 8), (9,)))
             S.decoded_loss(x, w, b, torch.zeros(4).long(), 3).backward()
     c['#58 decoded_loss under bf16 autocast'] = lambda: api(bf16_loss, bad=False)
+    # names that moved keep importing from their old home; a name that never was there is still an ImportError
+    c['moved: from bert_nb.modernbert import a name it never had'] = lambda: api(
+        lambda: exec('from bert_nb.modernbert import load_bert', {}))
+    for name in ('hf_state_dict', 'hf_config', 'config_from_hf', 'save_modernbert', 'load_modernbert'):
+        c[f'moved: from bert_nb.modernbert import {name}'] = lambda name=name: api(
+            lambda: exec(f'from bert_nb.modernbert import {name}', {}), bad=False)
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
         model = Path(B.__file__).parent / 'models' / 'kjv'

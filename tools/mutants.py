@@ -20,6 +20,8 @@ MODERN = ['tests/test_modernbert.py']
 TAGGING = ['tests/test_tagging.py']
 WHOLE = ['tests/test_entries.py', '-k', 'read_whole or one_save']  # a load that a save lands during
 FAULTS6 = ['tests/test_faults6.py']
+NAMES = ['tests/test_names.py']
+STACKED = ['tests/test_api.py', '-k', 'stacked']
 
 @dataclass
 class Fault:
@@ -773,6 +775,19 @@ FAULTS += [
           '    else if (a === 1) inputs[i] = rng.below(vocab);\n    labels[i] = inputs[i];\n', ['tests/test_golden.py']),
     Fault('i17', 'the engine left to refuse a bad seed', 'ports/js/mask.mjs', 'export class PCG32',
           'if (whole) b = BigInt(v);', 'b = BigInt(v);', PORTS),
+    Fault('o01', "a moved name imports from its old home without a warning", 'modernbert.py', 'def __getattr__(',
+          '    warnings.warn(', '    if False: warnings.warn(', NAMES),
+    Fault('o02', 'a name the old home never had looked up in the new one', 'modernbert.py', 'def __getattr__(',
+          'if name not in _MOVED: raise', 'if name.startswith("_"): raise', NAMES),
+    Fault('o03', 'the moved names imported from their new home with the old one (the cycle the lazy import avoids)',
+          'modernbert.py', '_MOVED = (', "'load_modernbert')",
+          "'load_modernbert')\nfrom .modernbert_files import save_modernbert as _eager", NAMES),
+    Fault('o04', 'the stacked q, k, v kept across an in-place write of a weight', 'speed.py', 'def _stacked(',
+          'p._version, ', '', STACKED),
+    Fault('o05', 'the stacked q, k, v kept with autograd on', 'speed.py', 'def _stacked(',
+          'if torch.is_grad_enabled() or torch.compiler.is_compiling():', 'if torch.compiler.is_compiling():', STACKED),
+    Fault('o06', 'q, k, v stacked again on every call with autograd off', 'speed.py', 'def _stacked(',
+          'was, w, b = _STACKS.get(linears[0], ([], None, None))', 'was, w, b = [], None, None', STACKED),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
