@@ -7,7 +7,7 @@ from bert_nb.bert import mlm_batch
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
-from common import minilm_dir, interleaved, report
+from common import minilm_dir, interleaved, report, save
 
 def main():
     texts = read_corpus([DEFAULT_CORPUS])[:1024]
@@ -32,4 +32,7 @@ def main():
     return report('tokenize, pad and mask 1,024 KJV verses (MiniLM vocab)', 'sentences/s', rates,
                   {('mlm_batch (exact PCG32 masks)', 'BertTokenizerFast + collator'): 1.0})
 
-if __name__ == '__main__': sys.exit(0 if main() else 1)
+if __name__ == '__main__':
+    ok = main()
+    save('batch')
+    sys.exit(0 if ok else 1)

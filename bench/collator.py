@@ -8,7 +8,7 @@ from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.data import MLMCollator
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.wordpiece import WordPieceTokenizer
-from common import minilm_dir, interleaved, report
+from common import minilm_dir, interleaved, report, memory, save
 
 def peak_mb(f) -> float:
     tracemalloc.start(); f(); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
@@ -38,7 +38,10 @@ def main():
         t = interleaved(fns, rounds=7, calls={k: 3 for k in fns})
         ok &= report(f'{kind} masking collator, {B} x {T} token ids (V = {V:,}, p = {p})', 'tokens/s',
                      {k: B * T / v for k, v in t.items()}, {tuple(fns): target})
-        for k, f in fns.items(): print(f'  peak memory {k:<34} {peak_mb(f):8.1f} MB')
+        memory(f'{kind} masking collator call (tracemalloc)', 'MB', {k: peak_mb(f) for k, f in fns.items()})
     return ok
 
-if __name__ == '__main__': sys.exit(0 if main() else 1)
+if __name__ == '__main__':
+    ok = main()
+    save('collator')
+    sys.exit(0 if ok else 1)

@@ -1,5 +1,5 @@
-"Shared by the benchmarks: the MiniLM vocab, interleaved timing, and the report line."
-import os, platform, subprocess, time
+"Shared by the benchmarks: the MiniLM vocab, interleaved timing, the report line, and the JSON a run leaves."
+import datetime, json, os, platform, subprocess, sys, time
 from pathlib import Path
 import numpy as np
 import torch
@@ -26,18 +26,43 @@ def commit() -> str:
                           capture_output=True, text=True).stdout.strip()
 
 def machine() -> str:
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads)"
+    "The CPU as its figures depend on it: its name, its widest bf16 path, cores, torch and threads."
+    info = Path('/proc/cpuinfo').read_text() if Path('/proc/cpuinfo').exists() else ''
+    name = next((l.split(':', 1)[1].strip() for l in info.splitlines() if l.startswith('model name')), '')
+    flags = set(next((l.split(':', 1)[1].split() for l in info.splitlines() if l.startswith('flags')), []))
+    isa = next((s for f, s in (('amx_bf16', 'AMX'), ('avx512_bf16', 'AVX512-BF16, no AMX'), ('avx512f', 'AVX-512'),
+                                ('avx2', 'AVX2')) if f in flags), '')
+    what = ', '.join(x for x in (platform.machine(), isa) if x)
+    return (f"{name + ' ' if name else ''}({what}), {os.cpu_count()} cores, torch {torch.__version__} "
+            f"({torch.get_num_threads()} threads)")
+
+RUN = {'reports': [], 'memory': []}  # what this process measured, for save()
 
 def report(title: str, unit: str, rates: dict, targets: dict):
-    "Print each side's rate and our ratio against each reference, with its target."
+    "Print each side's rate and our ratio against each reference, with its target; keep them for save()."
     print(f"\n{title}  [{machine()}]")
     for k, v in rates.items(): print(f"  {k:<34} {v:>14,.0f} {unit}")
-    ok = True
+    ok, ratios = True, []
     for (ours, ref), target in targets.items():
         ratio = rates[ours] / rates[ref]
         ok &= ratio >= target
+        ratios.append(dict(ours=ours, ref=ref, ratio=ratio, target=target))
         print(f"  ratio {ours} / {ref}: {ratio:.2f}x (target >= {target}x) {'ok' if ratio >= target else 'BELOW TARGET'}")
+    RUN['reports'].append(dict(title=title, unit=unit, rates=rates, ratios=ratios))
     return ok
+
+def memory(what: str, unit: str, sides: dict):
+    "Print the peak memory of each side, and keep it for save()."
+    print(f"  peak memory, {what} ({unit}): " + ', '.join(f'{k} {v:.1f}' for k, v in sides.items()))
+    RUN['memory'].append(dict(what=what, unit=unit, sides=sides))
+
+def save(name: str) -> Path:
+    "bench/NAME.json: what report() and memory() kept, with the machine, the commit and the date (the Results page reads it)."
+    out = Path(__file__).with_name(f'{name}.json')
+    out.write_text(json.dumps(dict(machine=machine(), commit=commit(), date=datetime.date.today().isoformat(),
+                                   command=' '.join(['python', *sys.argv]), **RUN), indent=1) + '\n')
+    print(f'  wrote {out.name}')
+    return out
 
 def peak_rss_mb(f, calls: int = 3) -> float:
     "Peak resident memory of `calls` calls of f, above what the process held before them (after one warm-up call)."

@@ -6,7 +6,7 @@ import torch
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.bert import mlm_mask
 from bert_nb.rng import PCG32
-from common import minilm_dir, interleaved, report
+from common import minilm_dir, interleaved, report, save
 
 class Plain:
     "A PCG32 behind another type: mlm_mask takes the plain loop for it."
@@ -43,4 +43,7 @@ def main():
     return report(f'masking a {B} x {T} batch (V = {V:,}, p = {p})', 'tokens/s', rates,
                   {('mlm_mask (PCG32, NumPy path)', 'transformers torch_mask_tokens'): 1.0, ('mlm_mask (PCG32, NumPy path)', 'mlm_mask (plain loop)'): 25})
 
-if __name__ == '__main__': sys.exit(0 if main() else 1)
+if __name__ == '__main__':
+    ok = main()
+    save('mask')
+    sys.exit(0 if ok else 1)

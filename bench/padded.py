@@ -11,7 +11,7 @@ from bert_nb.bert import load_bert, mlm_batch
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
-from common import minilm_dir, interleaved, report, peak_rss_mb, in_fresh_process
+from common import minilm_dir, interleaved, report, peak_rss_mb, in_fresh_process, memory, save
 from train import models
 
 def verses(tok, n_batches: int, size: int, seed: int = 0) -> list[dict]:
@@ -104,8 +104,10 @@ def main():
                  training(tr), {('ours loss() + backward + step', 'transformers BertForMaskedLM (sdpa)'): 2.5})
     for case in ('inference', 'training'):
         mem = {name: in_fresh_process(peak_mb, case, side) for side, name in enumerate(('transformers', 'ours'))}
-        print(f'  peak memory, {case} (MB above the process before it): '
-              + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
+        memory(f'padded {case}', 'MB above the process before it', mem)
     return ok
 
-if __name__ == '__main__': sys.exit(0 if main() else 1)
+if __name__ == '__main__':
+    ok = main()
+    save('padded')
+    sys.exit(0 if ok else 1)

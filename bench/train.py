@@ -8,7 +8,7 @@ import transformers
 from transformers import BertConfig as HFConfig, BertForMaskedLM
 from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert, mlm_mask
 from bert_nb.rng import PCG32
-from common import interleaved, report, peak_rss_mb, in_fresh_process
+from common import interleaved, report, peak_rss_mb, in_fresh_process, memory, save
 
 V, D, L, H, FF, B, T, P = 8192, 256, 4, 4, 1024, 32, 128, 0.15
 
@@ -62,11 +62,14 @@ def main():
                 {('ours loss() train step', 'transformers train step'): 1.6, ('ours forward() train step', 'transformers train step'): 1.0,
                  ('ours inference', 'transformers inference'): 1.0})
     mem = {side: in_fresh_process(peak_mb, side) for side in ('transformers', 'loss()', 'forward()')}
-    print('  peak memory of a training step (MB above the process before it): ' + ', '.join(f'{k} {v:.0f}' for k, v in mem.items()))
+    memory('a training step', 'MB above the process before it', mem)
     for side in ('loss()', 'forward()'):
         r = mem[side] / mem['transformers']
         ok &= r <= 1.0
         print(f"  {side} step peak / transformers: {r:.2f} (target <= 1.0) {'ok' if r <= 1.0 else 'ABOVE TARGET'}")
     return ok
 
-if __name__ == '__main__': sys.exit(0 if main() else 1)
+if __name__ == '__main__':
+    ok = main()
+    save('train')
+    sys.exit(0 if ok else 1)
