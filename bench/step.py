@@ -1,12 +1,12 @@
 """The default run's training step before #45 and now, float32 first: what a CPU without native bf16 trains with.
 
-  before #45     AdamW's per-tensor loop, autograd's cross-entropy at the labelled rows, glibc's default malloc
+  unfused        (the step before #45) AdamW's per-tensor loop, autograd's cross-entropy at the labelled rows, glibc's default malloc
   float32        the step `bert-nb train` takes: fused AdamW, the decoder and its loss as one step
                  (`bert_nb.speed.decoded_loss`), freed memory kept for reuse (`_keep_freed_memory`)
   float32, 30%   the same masking 30%: the head decodes a quarter fewer rows (#45's per-second search)
   bf16 autocast  the same under bf16 autocast, where the CPU multiplies bf16 natively (AMX, AVX512-BF16): the
                  decoder and its loss in one node there too (#58)
-  bf16 before #58  ... as it was before #58: the decoder and its loss on autograd's path (bf16 logits cast to
+  bf16 unfused loss  ... as it was before #58: the decoder and its loss on autograd's path (bf16 logits cast to
                  float32), attention in float32 SDPA
   bf16 SDPA      ... with attention in SDPA's bf16 kernel, not by its formula (`bert_nb.speed.F32_ATTN_T`, app. 14)
   compiled       (--compile) the step under torch.compile, float32 and bf16: its compiling is the first steps' time
@@ -161,7 +161,7 @@ def _side(conn, name: str, threads: int):
     if name.startswith('compiled'):  # a cache of its own: it compiles from cold, as a fresh machine's run does
         cache = tempfile.TemporaryDirectory(prefix='step-inductor-')  # removed when the side ends
         os.environ['TORCHINDUCTOR_CACHE_DIR'] = cache.name
-    if name == 'bf16 before #58':
+    if name == 'bf16 unfused loss':
         import bert_nb.bert, bert_nb.speed
         bert_nb.bert.decoded_loss, bert_nb.speed.attend = _autograd_loss, _f32_sdpa
     if name == 'bf16 SDPA':
@@ -169,7 +169,7 @@ def _side(conn, name: str, threads: int):
         bert_nb.speed.F32_ATTN_T = 0  # no row trains its attention in float32
     a, m, args = _model_and_batch(0.3 if '30%' in name else None)
     if name == 'bf16 model': m = m.bfloat16()  # its products bf16 without autocast
-    step = _before(m, a) if name == 'before #45' else _now(m, a, 'bf16' in name and name != 'bf16 model',
+    step = _before(m, a) if name == 'unfused' else _now(m, a, 'bf16' in name and name != 'bf16 model',
                                                           name.startswith('compiled'), 'layers' in name)
     t = time.perf_counter(); losses = [step(*args) for _ in range(3)]  # the first steps: allocation, compiling
     conn.send((time.perf_counter() - t, losses))
@@ -210,7 +210,7 @@ def main():
     from bert_nb.command import _native_bf16
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
-    every = ['before #45', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 before #58', 'bf16 SDPA'] * bf16 + \
+    every = ['unfused', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 unfused loss', 'bf16 SDPA'] * bf16 + \
             ['compiled'] + ['compiled bf16', 'compiled layers bf16', 'bf16 model'] * bf16
     sides = ns.sides or [k for k in every if k != 'bf16 model' and (ns.compile or not k.startswith('compiled'))]
     if bad := [k for k in sides if k not in every]: p.error(f"--sides: no side {bad} here, of {every}")

@@ -349,7 +349,7 @@ def _signature(meta: dict) -> dict:
 
 # %% ../nbs/12_command.ipynb #b622bb6e
 def _started_on(p: Path, r: _Run, started):
-    "The data resume.pt started on is the data the run is given now (those before #36 did not record it)."
+    "The data resume.pt started on is the data the run is given now (older releases' did not record it)."
     now = _signature(r.data['meta'])
     if started is None: return
     if not (isinstance(started, dict) and started.keys() == now.keys()):
@@ -368,7 +368,7 @@ def _restore(r: _Run):
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None
     need = {'step', 'total', 'tokens', 'spent', 'train_s', 'metrics', 'model', 'opt', 'sched', 'ranks'}
-    if not isinstance(ck, dict) or need - set(ck):  # (before #35 a checkpoint had no seconds: start again)
+    if not isinstance(ck, dict) or need - set(ck):  # (an older release's had no seconds: start again)
         raise ValueError(f"{p} is not a bert-nb resume checkpoint of this version")
     count = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0
     seconds = lambda v: isinstance(v, float) and not math.isnan(v)  # train_s: inf without a budget
