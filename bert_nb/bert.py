@@ -25,7 +25,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
 from .files import (_from_hf, _to_hf, read_json, read_safetensors, _read_bin, read_whole,
                            write_dir, write_safetensors, write_utf8)
-from .speed import EncoderOutput, _encode, attend, _gelu, _stacked, labelled_rows, decoded_loss
+from .speed import EncoderOutput, _encode, attend, _gelu, labelled_rows, decoded_loss
 from .checks import (_to_numpy, check_int, check_p, check_ids, _check_special, _check_shares,
                             _check_config, _check_embed, _check_call, check_labels, check_type)
 
@@ -272,7 +272,8 @@ class BertAttention(nn.Module):
 
     def qkv(self, x: torch.Tensor) -> torch.Tensor:
         "(..., d) -> (..., 3, H, d/H): each token's query, key and value, split into heads; one matmul."
-        w, b = _stacked(self.q, self.k, self.v)  # [W_q; W_k; W_v] and [b_q; b_k; b_v]: appendix 14
+        w = torch.cat([self.q.weight, self.k.weight, self.v.weight])
+        b = torch.cat([self.q.bias, self.k.bias, self.v.bias])
         return F.linear(x, w, b).unflatten(-1, (3, self.n_heads, -1))
 
     def forward(self, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:

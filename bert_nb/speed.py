@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_speed.ipynb #24dd5a02
 from __future__ import annotations
-import time, weakref
+import time
 from typing import NamedTuple
 import torch
 import torch.nn as nn
@@ -102,21 +102,6 @@ def labelled_rows(labels: torch.Tensor) -> tuple[torch.Tensor, int]:
         raise TypeError(f"labels must be an integer tensor, got {getattr(labels, 'dtype', type(labels))}")
     at = (labels != -100).flatten().nonzero().squeeze(1)
     return torch.cat([at, at.new_zeros(-len(at) % 64)]), len(at)
-
-# %% ../nbs/14_speed.ipynb #b931a947
-_STACKS = weakref.WeakKeyDictionary()  # first linear -> (its weights as they were, both stacks)
-
-def _stacked(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
-    "(weights, biases) of `linears` stacked for one matmul; kept while autograd is off and no weight changes."
-    ps = [l.weight for l in linears] + [l.bias for l in linears]
-    if torch.is_grad_enabled() or torch.compiler.is_compiling():  # autograd goes through the copy
-        return torch.cat(ps[:len(linears)]), torch.cat(ps[len(linears):])
-    now = [(weakref.ref(p), p.data_ptr(), p._version, p.dtype, p.device) for p in ps]
-    was, w, b = _STACKS.get(linears[0], ([], None, None))
-    if len(was) != len(now) or any(a[0]() is not p or a[1:] != n[1:] for a, n, p in zip(was, now, ps)):
-        w, b = torch.cat(ps[:len(linears)]), torch.cat(ps[len(linears):])
-        _STACKS[linears[0]] = now, w, b
-    return w, b
 
 # %% ../nbs/14_speed.ipynb #cf0578eb
 class _DecodedLoss(torch.autograd.Function):

@@ -21,7 +21,6 @@ TAGGING = ['tests/test_tagging.py']
 WHOLE = ['tests/test_entries.py', '-k', 'read_whole or one_save']  # a load that a save lands during
 FAULTS6 = ['tests/test_faults6.py']
 NAMES = ['tests/test_names.py']
-STACKED = ['tests/test_api.py', '-k', 'stacked']
 
 @dataclass
 class Fault:
@@ -782,12 +781,6 @@ FAULTS += [
     Fault('o03', 'the moved names imported from their new home with the old one (the cycle the lazy import avoids)',
           'modernbert.py', '_MOVED = (', "'load_modernbert')",
           "'load_modernbert')\nfrom .modernbert_files import save_modernbert as _eager", NAMES),
-    Fault('o04', 'the stacked q, k, v kept across an in-place write of a weight', 'speed.py', 'def _stacked(',
-          'p._version, ', '', STACKED),
-    Fault('o05', 'the stacked q, k, v kept with autograd on', 'speed.py', 'def _stacked(',
-          'if torch.is_grad_enabled() or torch.compiler.is_compiling():', 'if torch.compiler.is_compiling():', STACKED),
-    Fault('o06', 'q, k, v stacked again on every call with autograd off', 'speed.py', 'def _stacked(',
-          'was, w, b = _STACKS.get(linears[0], ([], None, None))', 'was, w, b = [], None, None', STACKED),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
