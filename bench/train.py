@@ -49,10 +49,13 @@ def main():
         l_hf, l_ours, l_fwd = hf(input_ids=ids, labels=labels).loss, ours.loss(ids, None, None, labels), ours(ids, labels=labels)[1]
     assert abs(l_hf - l_ours) < 1e-5 and abs(l_hf - l_fwd) < 1e-5, (l_hf, l_ours, l_fwd)
     hf_train, ours_loss, ours_forward = steps(hf, ours, ids, labels)
-    def hf_infer():
-        with torch.no_grad(): hf(input_ids=ids).logits
-    def ours_infer():
-        with torch.no_grad(): ours(ids)[0]
+    def infer(model, f):  # inference as it is run: eval mode, autograd off (the steps above train)
+        def g():
+            model.eval()
+            with torch.no_grad(): f()
+            model.train()
+        return g
+    hf_infer, ours_infer = infer(hf, lambda: hf(input_ids=ids).logits), infer(ours, lambda: ours(ids)[0])
     for f in (hf_train, ours_loss, ours_forward, hf_infer, ours_infer): f()
     t = interleaved({'transformers train step': hf_train, 'ours loss() train step': ours_loss, 'ours forward() train step': ours_forward,
                      'transformers inference': hf_infer, 'ours inference': ours_infer}, rounds=8,
