@@ -64,11 +64,12 @@ def execute(nb_path: Path):
     finally: os.chdir(cwd)
     return nb
 
-def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False):
+def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False, extra: list[str] = ()):
     """The notebook run top to bottom in a real Jupyter kernel (ipykernel), as Run All does. Flagged cells are
     skipped and keep their stored outputs (nbclient's `skip-execution` tag), so the site shows the 5-minute run;
     with `slow` they run too. Every figure's PNG carries the size of its smallest text (tools/figmeta.py).
-    Raises CellExecutionError on a failing cell."""
+    `extra` cells run after the last, in the same kernel, and leave only their printed text, in
+    `nb.metadata['extra_outputs']` (tests/test_exercises.py's trials). Raises CellExecutionError on a failing cell."""
     from nbclient import NotebookClient
     nb = nbformat.read(nb_path, as_version=4)
     flags = skip_flags - {'slow'} if slow else skip_flags
@@ -78,9 +79,14 @@ def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False):
     setup = nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(root / 'tools')!r})\n"
                                       "import figmeta; figmeta.install(); del sys.path[0]")
     nb.cells.insert(0, setup)
+    after = [nbformat.v4.new_code_cell(src) for src in extra]
+    nb.cells.extend(after)
     try: NotebookClient(nb, timeout=timeout, kernel_name='python3',
                         resources={'metadata': {'path': str(nb_path.parent)}}).execute()
-    finally: nb.cells.remove(setup)
+    finally:
+        nb.cells.remove(setup)
+        for c in after: nb.cells.remove(c)
+    if extra: nb.metadata['extra_outputs'] = [''.join(o.get('text', '')) for c in after for o in c.outputs]
     for c in skipped: c.metadata['tags'].remove('skip-execution')
     return nb
 

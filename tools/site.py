@@ -7,7 +7,7 @@ and math go through the same Markdown pipeline as every other page. Everything a
 copied beside it: MathJax 2.7 from PyPI's jupyter-server-mathjax, the iframe-worker shim that file:// search needs
 from the npm registry. Nothing is fetched from a network when the pages are read.
 """
-import argparse, html, importlib, inspect, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile, time
+import argparse, html, importlib, inspect, json, os, pprint, re, shutil, subprocess, sys, tarfile, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import nbformat
@@ -20,8 +20,8 @@ from bundle import bundle
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert',
-            '07_tagging', '08_map', '10_data', '11_files', '12_command', '13_diagnostics', '14_speed', '15_checks',
-            '16_modernbert_files']
+            '07_tagging', '08_map', '10_data', '11_files', '12_command', '13_diagnostics', '14_speed',
+            '15_checks', '16_modernbert_files']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
            'electra': '04_electra', 'finetune': '05_finetune', 'modernbert': '06_modernbert', 'tagging': '07_tagging',
            'data': '10_data', 'files': '11_files', 'command': '12_command',
@@ -169,12 +169,17 @@ def full_size(png: Path):
 def build(execute_nbs: bool = True):
     if SRC.exists(): shutil.rmtree(SRC)
     SRC.mkdir(parents=True)
-    stale = []
+    stale, tried = [], {}
+    sys.path.insert(0, str(root / 'tests'))
+    import test_exercises as ex  # its answers, tried in the kernel the chapter ran in: the chapter runs once
     def run(stem: str):  # Run All, in a real kernel; a stored output the code no longer prints is an error
         p = root / 'nbs' / f'{stem}.ipynb'
         if not execute_nbs: return nbformat.read(p, as_version=4), None
         t = time.perf_counter()
-        nb = in_kernel(p)
+        nb = in_kernel(p, extra=[ex.trial(stem)] if stem in ex.ANSWERS else [])
+        if stem in ex.ANSWERS:
+            tried[stem] = dict(digest=ex.digest(stem), found=ex.found(nb.metadata.pop('extra_outputs')))
+            stale.extend(f'{stem}: exercise {f}' for f in tried[stem]['found'])
         stale.extend(f'{stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), nb))
         stale.extend(f'{stem}: a warning in Jupyter, hidden cells included: {w}' for w in kernel_warnings(nb))
         return nb, time.perf_counter() - t
@@ -187,8 +192,9 @@ def build(execute_nbs: bool = True):
         for stem, (nb, secs) in zip(CHAPTERS, ex.map(run, CHAPTERS)):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
             print(f'page {stem}.md' + (f' (Run All, slow cells skipped: {secs:.0f} s)' if secs else ''))
+    if tried: ex.KEPT.write_text(json.dumps(tried, indent=1) + '\n')  # for pytest, which reruns none of them
     if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
-                               '`python tools/nbrun.py --refresh NB`), or warnings:\n  ' + '\n  '.join(stale))
+                               '`python tools/nbrun.py --refresh NB`), exercises, or warnings:\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
     shutil.copy(TEMPLATES / 'play.md', SRC / 'play.md')
     assets(SRC / 'assets')
