@@ -1,5 +1,5 @@
 """Every number in a chapter's prose comes from a cell or from a JSON a cell reads (#57): each number of a markdown
-cell of every chapter and appendix (the README's index.ipynb aside) is printed by one of the notebook's cells (as
+cell of every notebook (the README's index.ipynb and the Results page too) is printed by one of the notebook's cells (as
 printed, or rounded to fewer decimals: 94.17% printed, 94.2% quoted) or written in one of its code cells (a share
 there, 0.15, may be a percentage in the prose, 15%). A figure a cell reads from a bench/*.json counts once that
 cell prints it: matched against every number of a JSON, at every scale, a made-up figure passed half the time (04's
@@ -49,9 +49,40 @@ def unsupported(path: Path) -> list[tuple[str, str, str]]:
                 and not (text[m.end():m.end() + 1] == '%' and plain(m[1]) in shares)]
     return out
 
-@pytest.mark.parametrize('stem', sorted(p.stem for p in NBS.glob('[0-9][0-9]_*.ipynb')))  # every chapter and appendix
+@pytest.mark.parametrize('stem', sorted(p.stem for p in NBS.glob('*.ipynb')))  # the README, chapters, appendices
 def test_every_number_in_the_prose_comes_from_a_cell(stem):
     assert unsupported(NBS / f'{stem}.ipynb') == []
+
+TRACKER = re.compile(r'(?<![\w&])#\d\d\b')  # #35, #58: an issue of the tracker (colours such as #888 are not)
+
+def reader_texts() -> dict[str, str]:
+    "Everything a reader sees: the README, the shipped model's card, and every notebook's cells and outputs."
+    root = NBS.parent
+    texts = {p: p.read_text() for p in (root / 'README.md', root / 'bert_nb' / 'models' / 'kjv' / 'README.md')}
+    for path in sorted(NBS.glob('*.ipynb')):
+        for c in json.loads(path.read_text())['cells']:
+            outs = [''.join(o.get('text', '')) + ''.join(o.get('data', {}).get('text/plain', ''))
+                    for o in c.get('outputs', [])]
+            texts[f"{path.name} cell {c['id']}"] = ''.join(c['source']) + '\n'.join(outs)
+    return texts
+
+def test_no_tracker_number_reaches_a_reader():
+    "A reader has no tracker: a reason is said, not cited as #58."
+    assert {k: TRACKER.findall(t) for k, t in reader_texts().items() if TRACKER.search(t)} == {}
+
+def prose_words(md: str) -> int:
+    "Words of a Markdown text outside its code blocks, tables and HTML: what a reader reads as prose."
+    md = re.sub(r'(?ms)^```.*?^```', ' ', md)                  # fenced code and printed output
+    md = '\n'.join(l for l in md.splitlines() if not l.lstrip().startswith('|'))  # tables
+    return len(re.findall(r'[A-Za-z0-9][\w\'’.-]*', re.sub(r'<[^>]+>|\]\([^)]*\)', ' ', md)))
+
+def test_the_readme_reads_in_three_minutes():
+    "At most 1,500 words of prose: what the project is, the two commands, where to go next; the rest is elsewhere."
+    assert prose_words((NBS.parent / 'README.md').read_text()) <= 1500
+
+def test_the_checks_of_the_front_door_can_fail():
+    assert TRACKER.findall('since #58, not #888 or &#39;') == ['#58']
+    assert prose_words('two words\n```\nnot these\n```\n| nor | these |\n[a link](not/this.md)') == 4
 
 def test_the_check_finds_a_number_no_cell_gives(tmp_path):
     "A sentence that quotes a figure no cell prints is caught; the same figure printed by a cell is not."

@@ -20,7 +20,7 @@ from bundle import bundle
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert',
-            '07_tagging', '08_map', '10_data', '11_files', '12_command', '13_diagnostics', '14_speed',
+            '07_tagging', '08_map', '09_results', '10_data', '11_files', '12_command', '13_diagnostics', '14_speed',
             '15_checks', '16_modernbert_files']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
            'electra': '04_electra', 'finetune': '05_finetune', 'modernbert': '06_modernbert', 'tagging': '07_tagging',

@@ -1,4 +1,4 @@
-// The chapter's BERT in JavaScript (#59), written from 02's formulas, in float64: word + position + type embeddings
+// The chapter's BERT in JavaScript, written from 02's formulas, in float64: word + position + type embeddings
 // and a LayerNorm; post-LN layers (attention with the padding-only mask, exact GELU); the MLM head on the tied word
 // table. Weights come from a save_bert directory: config.json, and model.safetensors read here (float32, or bfloat16
 // and float16 widened; any other type refused). Nothing a file says is executed.

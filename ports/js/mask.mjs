@@ -1,5 +1,5 @@
 // bert-nb's PCG32 and mlm_mask's op order in JavaScript, written from the chapter's definition (a loop, one position
-// at a time): replay.mjs replays bert_nb/golden/golden.json with them bit for bit, and the page of #59 draws its
+// at a time): replay.mjs replays bert_nb/golden/golden.json with them bit for bit, and the play page draws its
 // masks with them.
 
 const M64 = (1n << 64n) - 1n, MULT = 6364136223846793005n;

@@ -1,4 +1,4 @@
-// The page of the site where the chapter's BERT runs in the reader's browser (#59): type a text, hide words (a click,
+// The page of the site where the chapter's BERT runs in the reader's browser: type a text, hide words (a click,
 // or mlm_mask's draws from a seed), read the top five for each [MASK] as `bert-nb fill` prints them, and see every
 // head's attention and 13's attention reach. The shipped model is built into the site; the reader's own save_bert
 // directory opens through the file picker. tools/site.py bundles this file with the ports it imports.
