@@ -171,14 +171,14 @@ def build(execute_nbs: bool = True):
     SRC.mkdir(parents=True)
     stale, tried = [], {}
     sys.path.insert(0, str(root / 'tests'))
-    import test_exercises as ex  # its answers, tried in the kernel the chapter ran in: the chapter runs once
+    import test_exercises as answers  # its answers, tried in the kernel the chapter ran in: the chapter runs once
     def run(stem: str):  # Run All, in a real kernel; a stored output the code no longer prints is an error
         p = root / 'nbs' / f'{stem}.ipynb'
         if not execute_nbs: return nbformat.read(p, as_version=4), None
         t = time.perf_counter()
-        nb = in_kernel(p, extra=[ex.trial(stem)] if stem in ex.ANSWERS else [])
-        if stem in ex.ANSWERS:
-            tried[stem] = dict(digest=ex.digest(stem), found=ex.found(nb.metadata.pop('extra_outputs')))
+        nb = in_kernel(p, extra=[answers.trial(stem)] if stem in answers.ANSWERS else [])
+        if stem in answers.ANSWERS:
+            tried[stem] = dict(digest=answers.digest(stem), found=answers.found(nb.metadata.pop('extra_outputs')))
             stale.extend(f'{stem}: exercise {f}' for f in tried[stem]['found'])
         stale.extend(f'{stem}: {s}' for s in stale_outputs(nbformat.read(p, as_version=4), nb))
         stale.extend(f'{stem}: a warning in Jupyter, hidden cells included: {w}' for w in kernel_warnings(nb))
@@ -192,7 +192,7 @@ def build(execute_nbs: bool = True):
         for stem, (nb, secs) in zip(CHAPTERS, ex.map(run, CHAPTERS)):
             (SRC / f'{stem}.md').write_text(page(stem, reader_cells(nb)))
             print(f'page {stem}.md' + (f' (Run All, slow cells skipped: {secs:.0f} s)' if secs else ''))
-    if tried: ex.KEPT.write_text(json.dumps(tried, indent=1) + '\n')  # for pytest, which reruns none of them
+    if tried: answers.KEPT.write_text(json.dumps(tried, indent=1) + '\n')  # for pytest, which reruns none of them
     if stale: raise SystemExit('stored outputs that the code no longer prints (store the new ones: '
                                '`python tools/nbrun.py --refresh NB`), exercises, or warnings:\n  ' + '\n  '.join(stale))
     (SRC / 'api.md').write_text(api_page())
