@@ -6,7 +6,7 @@ figures and its fill output kept in bench/demo_run.json, which the README and th
 """
 import argparse, json, subprocess, sys, tempfile
 from pathlib import Path
-from common import commit, machine, save, RUN
+from common import save, RUN
 
 EXE = Path(sys.executable).parent / 'bert-nb'
 

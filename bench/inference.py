@@ -7,7 +7,7 @@ the Results page reads.
 
     python bench/inference.py
 """
-import sys
+import time
 import torch
 import transformers
 from torch.profiler import profile, ProfilerActivity
@@ -19,7 +19,6 @@ SHARED = ('matrix products', 'attention', 'LayerNorm', 'GELU', 'embedding')  # t
 
 def kinds(f, calls: int = 6) -> tuple[float, dict]:
     "(wall ms a call, {kind: ms a call}) of f under torch's profiler."
-    import time
     with profile(activities=[ProfilerActivity.CPU]) as p:
         t = time.perf_counter()
         for _ in range(calls): f()
