@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md
 
-.PHONY: demo test check docs docs-check kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
+.PHONY: demo test check pytest docs docs-check pages chromium kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -15,7 +15,7 @@ SRC := nbs bert_nb README.md
 
 # The main job: pretrain the default BERT on the bundled corpus (5 minutes), then fill in held-out blanks.
 # DEMO_ARGS go to `bert-nb train`: `make demo DEMO_ARGS=--no-bf16` trains in float32 on a CPU with bf16, as a laptop
-# without it does (#45's stand-in adds `ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1` in front).
+# without it does (to play such a laptop here, add `ATEN_CPU_CAPABILITY=avx2 taskset -c 0,1` in front).
 DEMO := runs/demo
 DEMO_ARGS ?=
 demo: .venv/.installed
@@ -24,7 +24,7 @@ demo: .venv/.installed
 	.venv/bin/bert-nb fill $(DEMO) --heldout 8
 
 # The small pretrained BERT the package ships (bert_nb/models/kjv, loaded by `load_bert(bert_nb.KJV)`): the recipe
-# it was built with, before #35 changed the defaults (rows of 128, masking at 0.15, 2 layers, a decoder bias from
+# it was built with, older than today's defaults (rows of 128, masking at 0.15, 2 layers, a decoder bias from
 # zero), for a fixed 2,000 steps (not minutes: any machine runs the same steps), then its model card.
 kjv: .venv/.installed
 	rm -rf runs/kjv
@@ -38,8 +38,15 @@ docs: .venv/.installed
 
 # Every page in headless Chromium with the network cut off: math typeset, images, links, code widths, titles.
 docs-check: docs
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	$(MAKE) pages
+
+# The check alone, of the site as last built.
+pages: .venv/.installed chromium
 	$(PY) tools/docs_check.py
+
+# Debian's Chromium, for the pages and the browser tests (which are skipped where there is none).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # Every stored output of the chapters printed again under the second kernels (a few minutes; `make test` does it too).
 kernels: .venv/.installed
@@ -65,9 +72,14 @@ KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_
 
 # Every notebook runs once, in a real kernel as Run All does, under the second kernels: an output that differs from the
 # one stored (printed with the storing machine's kernels) fails the site's build, so one run checks both kernel sets'
-# promises. Then the pages in Chromium, and pytest on both cores (a test file to a worker: most tests use one core).
+# promises (Chromium is installed beside it where there is none). Then, side by side, the pages in Chromium (a minute,
+# mostly waiting on the browser: half a core) and pytest on both cores (a test file to a worker, a thread each:
+# tests/conftest.py says why).
 test: .venv/.installed sync
-	$(KERNELS) $(MAKE) docs-check
+	$(KERNELS) $(MAKE) -j 2 docs chromium
+	$(MAKE) -j 2 --output-sync=line pages pytest
+
+pytest: .venv/.installed chromium
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests/
 
 # The edit loop (a few minutes): the notebooks in sync and clean, and the tests that run in seconds. `make test` runs
@@ -82,12 +94,12 @@ check: .venv/.installed sync
 bench: .venv/.installed
 	cd bench && for b in mask batch collator train padded inference data; do ../$(PY) $$b.py || exit 1; done
 
-# The page where the chapter's BERT runs in the browser (#59), in headless Chromium: how soon it is usable, and its
+# The page where the chapter's BERT runs in the browser, in headless Chromium: how soon it is usable, and its
 # forward of a 32-token verse against PyTorch's (bench/play.json).
 bench-play: docs
 	cd bench && ../$(PY) play.py
 
-# The training step against the machine's limit (#58): its FLOP a token, the matrix-product peak measured in the same
+# The training step against the machine's limit: its FLOP a token, the matrix-product peak measured in the same
 # run, the share, float32 and bf16, eager and compiled, one and two threads, and the ceiling of its own products timed
 # alone (bench/step.json); then where its time goes, by torch's profiler (bench/breakdown.json). About ten minutes, on
 # a quiet machine: appendix 14 reads both.

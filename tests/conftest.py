@@ -8,6 +8,11 @@ sys.path.insert(0, str(Path(__file__).parent))  # the shared oracles (pcg_ref) i
 os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', os.path.join(
     tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}_{os.environ.get('ATEN_CPU_CAPABILITY', 'native')}"))
 
+# `make test` runs two xdist workers on two cores: each worker's OpenMP pool took both cores, and the four threads waited
+# on each other (pytest took 670 s where it takes 474 s with a thread each). One thread a worker, before torch is
+# imported; the commands a test starts inherit it. Run alone (`pytest tests/x.py`), a test keeps every core.
+if os.environ.get('PYTEST_XDIST_WORKER'): os.environ.setdefault('OMP_NUM_THREADS', '1')
+
 import pytest
 
 @pytest.fixture(scope='session')

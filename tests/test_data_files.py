@@ -4,6 +4,7 @@ import json, os, shutil, socket, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
+import forked
 from bert_nb.data import TokenRows, load_data, prepare_data
 from bert_nb.pretrain import Batches, ORDER, pack_rows, read_corpus, split_lines, shuffle
 from bert_nb.rng import PCG32
@@ -14,7 +15,7 @@ SMALL = ['--max-len', '32', '--batch-size', '8', '--d-model', '32', '--layers', 
          '--evals', '2', '--quiet']
 
 def cli(*args, env=None):
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+    return forked.run(*args, env=env)
 
 def refused(r, says):
     lines = r.stderr.strip().splitlines()

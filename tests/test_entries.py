@@ -4,6 +4,7 @@ import json, os, shutil, stat, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
+import forked
 import torch
 from bert_nb.bert import BertConfig, BertEncoder, BertForMLM, load_bert, save_bert
 from bert_nb.data import prepare_data
@@ -18,7 +19,7 @@ TINY = ['--vocab-size', '300', '--max-len', '32', '--batch-size', '8', '--d-mode
         '2', '--d-ff', '64', '--lr', '3e-3', '--evals', '2', '--quiet']
 
 def cli(*args, cwd=None):
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return forked.run(*args, cwd=cwd)
 
 def refused(r, says):
     "Exit status 2 and one line that says what is wrong, no traceback."

@@ -53,12 +53,15 @@ def test_every_notebook_is_on_the_site():
 
 def test_ci_checks_the_outputs_under_a_second_kernel_set():
     """The site's build, which compares every stored output with what the code prints, runs in `make test` under KERNELS:
-    torch's, MKL's and oneDNN's AVX2 paths, so an output that holds on one CPU's rounding only fails in CI (#55)."""
+    torch's, MKL's and oneDNN's AVX2 paths, so an output that holds on one CPU's rounding only fails in CI; then the pages in Chromium, and pytest."""
     make = (NBS.parent / 'Makefile').read_text()
     kernels = next(l for l in make.splitlines() if l.startswith('KERNELS :='))
     for var in ('ATEN_CPU_CAPABILITY=', 'MKL_ENABLE_INSTRUCTIONS=', 'ONEDNN_MAX_CPU_ISA='): assert var in kernels
-    recipe = make.split('\ntest:', 1)[1].split('\n\n', 1)[0]
-    assert '$(KERNELS) $(MAKE) docs-check' in recipe
+    recipe = lambda target: make.split(f'\n{target}:', 1)[1].split('\n\n', 1)[0]
+    test = recipe('test').splitlines()
+    assert test[-2].startswith('\t$(KERNELS) $(MAKE)') and 'docs' in test[-2].split(), test
+    assert test[-1].split()[-2:] == ['pages', 'pytest'], test
+    assert 'tools/docs_check.py' in recipe('pages') and 'tests/' in recipe('pytest')
     assert 'make test' in (NBS.parent / '.ci' / 'run').read_text()
 
 def test_outputs_that_vary_say_why():

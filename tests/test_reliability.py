@@ -5,6 +5,7 @@ import bz2, gzip, json, os, random, shutil, signal, socket, subprocess, sys, tex
 from pathlib import Path
 import numpy as np
 import pytest
+import forked
 import torch
 from hypothesis import given, settings, strategies as st
 import bert_nb.bert as bert
@@ -30,8 +31,7 @@ def stopped(corpus, tmp_path_factory) -> Path:
     return out
 
 def cli(*args, cwd=None, env=None):
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180,
-                          env=env)
+    return forked.run(*args, cwd=cwd, env=env, timeout=180)
 
 def refused(r, says):
     "Exit status 2 and one line that says what is wrong, no traceback."
