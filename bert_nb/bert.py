@@ -23,7 +23,7 @@ __all__ = ['ACTIONS', 'HF_HEAD_NAMES', 'POOLER_NAMES', 'from_hf_pretrained', 'sa
 
 # %% ../nbs/02_bert.ipynb #c16e654a
 # the engineering, in the appendices: files (11), the real-token path (14), checking what comes in (15)
-from .files import (_from_hf, _to_hf, read_json, read_safetensors, _read_bin, read_whole,
+from .files import (_from_hf, _to_hf, read_json, read_safetensors, _read_bin, read_whole, _as_path,
                            write_dir, write_safetensors, write_utf8)
 from .speed import EncoderOutput, _encode, attend, _gelu, labelled_rows, decoded_loss
 from .checks import (_to_numpy, check_int, check_p, check_ids, _check_special, _check_shares,
@@ -385,7 +385,8 @@ def _labelled_loss(m: nn.Module, h: torch.Tensor, labels, transformed: bool = Tr
     "𝓛 at the labelled rows of h (B, T, d): the transform of m's head (or h is it), decoded with the loss."
     rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], m.config.vocab))
     x = h.flatten(0, 1)[rows] if transformed else m.head.transform(h.flatten(0, 1)[rows])
-    return decoded_loss(x, m.encoder.word_emb.weight, m.head.bias, labels.flatten()[rows], n)
+    y = labels.flatten()[rows]; y[n:] = -100  # the padding rows' labels: row 0's, which is not theirs
+    return decoded_loss(x, m.encoder.word_emb.weight, m.head.bias, y, n)
 
 # %% ../nbs/02_bert.ipynb #3cb3b5bb
 class MLMOutput(NamedTuple):
@@ -682,8 +683,9 @@ from_hf_pretrained = load_bert  # the name it had when bert-nb wrote another for
 _SPECIAL_NAMES = dict(unk_token='[UNK]', sep_token='[SEP]', pad_token='[PAD]', cls_token='[CLS]',
                       mask_token='[MASK]')
 
-def save_tokenizer(tok: WordPieceTokenizer, dir: Path, max_len: int) -> None:
+def save_tokenizer(tok: WordPieceTokenizer, dir: str | os.PathLike, max_len: int) -> None:
     "vocab.txt, and what transformers' AutoTokenizer reads without guessing: our Rust pipeline, its settings."
+    dir = _as_path('dir', dir)
     check_type('tok', tok, WordPieceTokenizer).save(dir)
     write_utf8(dir / 'tokenizer.json', tok.tok.to_str())
     config = dict(tokenizer_class='BertTokenizer', do_lower_case=tok.tok.normalizer.lowercase,

@@ -100,9 +100,15 @@ class MaskTally:
                     pick_rate=self.picks / max(self.rows, 1))
 
 # %% ../nbs/12_command.ipynb #c1d2e311
-def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> nn.Module:
-    "The run's model: --init's weights and config (a head it lacks starts fresh), or a new one of --arch."
-    if a.init: return _init(a.init)
+def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows, resumed: Path | None = None) -> nn.Module:
+    """The run's model: --init's weights and config (a head it lacks starts fresh), or a new one of --arch.
+    Resumed (its weights to come from its checkpoint), an --init run is built from the config it kept: the
+    --init directory may have been moved or changed since."""
+    if a.init and resumed and (kept := resumed / 'init_config.json').is_file():
+        c = read_json(kept)
+        if a.arch == 'modernbert': return ModernBertForMLM(ModernBertConfig(**c), PCG32(a.seed, INIT))
+        return BertForMLM(BertConfig.from_dict(c), rng=PCG32(a.seed, INIT))
+    if a.init: return _init(a.init)  # a run from before init_config.json: its --init, as then
     if a.arch == 'modernbert': model = ModernBertForMLM(_modern(a, len(tok), tok.pad_id), PCG32(a.seed, INIT))
     else:
         cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
@@ -114,6 +120,7 @@ def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows) -> nn.Module:
         frequency_bias(model if a.arch == 'modernbert' else model.head, rows.take(idx)[0], tok)
     return model
 
+# %% ../nbs/12_command.ipynb #c1d2e31a
 def _data_dir(a: RunArgs, out: Path, resume: bool, rank: int, say) -> Path:
     "The run's prepared corpus: --data, or its corpus prepared into out/data by rank 0 while the others wait."
     if a.data: return Path(a.data)
@@ -269,7 +276,7 @@ class _Run:
         self.tok = self.data['tok']
         _check_vocab(self.data, a, resume)
         self.rows = _shard(self.data, self.rank, self.world, a.batch_size)
-        self.model = _model(a, self.tok, self.data['rows']).to(self.device).train()
+        self.model = _model(a, self.tok, self.data['rows'], self.out if resume else None).to(self.device)
         self.cfg, self.loss_fn = self.model.config, MLMLoss(self.model)
         if self.world > 1: self.loss_fn = nn.parallel.DistributedDataParallel(self.loss_fn)
         self.opt = make_optimizer(self.model, a.lr, a.weight_decay)
@@ -286,7 +293,7 @@ class _Run:
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
         self.step, self.tokens, self.metrics, self.first_step_s = 0, 0, dict(train=[], eval=[]), None
         self.eval_s, self.done = 0.0, False
-        if a.init:
+        if a.init and not resume:  # resumed: the metrics come from the checkpoint
             r = self.model.load_report
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
                                         initialised=r.initialised)
@@ -297,6 +304,7 @@ def _start(r: _Run):
     if r.rank == 0 and r.a.init:  # the shorter of the absolute path args.json keeps and the relative one
         print(f"starting from {min(r.a.init, os.path.relpath(r.a.init), key=len)}: {r.model.load_report}")
     if r.rank == 0: r.tok.save(r.out)
+    if r.rank == 0 and r.a.init: write_utf8(r.out / 'init_config.json', json.dumps(r.cfg.to_dict()) + '\n')
     r.batches.next_epoch()  # the first epoch's order: a cost of the start (first_step_s), not of the steps
     _evaluate(r)
 

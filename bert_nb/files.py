@@ -51,28 +51,36 @@ def _write_file(path: Path, write: Callable):
         tmp.unlink(missing_ok=True)
         raise
 
-def write_utf8(path: Path, text: str) -> None: _write_file(path, lambda f: f.write(text.encode('utf-8')))
+def _as_path(name: str, p) -> Path:
+    "A path as `open` takes one (a str or an os.PathLike) as a Path; anything else refused by name."
+    if isinstance(p, (str, os.PathLike)) and not isinstance(os.fspath(p), bytes): return Path(p)
+    raise TypeError(f"{name} must be a path (a str or os.PathLike), got {type(p).__name__} {p!r:.60}")
 
-def write_safetensors(path: Path, tensors: dict) -> None:
+def write_utf8(path: str | os.PathLike, text: str) -> None:
+    _write_file(_as_path('path', path), lambda f: f.write(text.encode('utf-8')))
+
+def write_safetensors(path: str | os.PathLike, tensors: dict) -> None:
     "safetensors' bytes through `_write_file` (its own save_file writes 0600, whatever the umask)."
     from safetensors.torch import save
-    _write_file(path, lambda f: f.write(save(tensors, metadata={'format': 'pt'})))
+    _write_file(_as_path('path', path), lambda f: f.write(save(tensors, metadata={'format': 'pt'})))
 
 # %% ../nbs/11_files.ipynb #f11e0015
 def _constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
-def read_json(path: Path, text: bytes | None = None) -> dict:
+def read_json(path: str | os.PathLike, text: bytes | None = None) -> dict:
     """A JSON file's value (or that of `text`, bytes read from `path`); anything that is not strict JSON (NaN,
     Infinity), or too deep or long, is refused."""
+    path = _as_path('path', path)
     if text is None: _readable(path)
     try: return json.loads((path.read_bytes() if text is None else text).decode(), parse_constant=_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
         why = 'nested too deeply' if isinstance(e, RecursionError) else e
         raise ValueError(f"{path} is not valid JSON: {why}") from None
 
-def read_safetensors(path: Path) -> dict:
+def read_safetensors(path: str | os.PathLike) -> dict:
     "A safetensors file's tensors by name; a file that is not one (corrupt, truncated, text) is refused."
+    path = _as_path('path', path)
     _readable(path)
     from safetensors.torch import load_file  # here, not above: the tokenizer imports this module, not torch
     try: return load_file(path)
@@ -258,8 +266,9 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
     return dir
 
 # %% ../nbs/11_files.ipynb #bef9b1e8
-def read_whole(dir: Path, read: Callable[[Path], _T]) -> _T:
+def read_whole(dir: str | os.PathLike, read: Callable[[Path], _T]) -> _T:
     "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
+    dir = _as_path('dir', dir)
     for _ in range(100):  # a save swapped in another model while we read: read the new one
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
         if (at := _inode(dir)) is None:

@@ -339,7 +339,7 @@ def save_classifier(model: Classifier, dir: str | os.PathLike, tok: WordPieceTok
     return save_head(model, dir, tok, labels, 'BertForSequenceClassification')
 
 # %% ../nbs/05_finetune.ipynb #aa250cd8
-def read_head(dir: Path, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
+def read_head(dir: str | os.PathLike, what: str, pooler: bool) -> tuple[BertEncoder, dict, list[str], float]:
     "A saved head's encoder, `classifier.*` weights, label names and dropout, all of one save."
     return read_whole(dir, lambda d: _head(d, what, pooler))
 

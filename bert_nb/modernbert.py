@@ -266,9 +266,9 @@ class ModernBertForMLM(nn.Module):
         return F.linear(x, self.encoder.tok_emb.weight, self.bias), labels.flatten()[rows[:n]]
     def _loss(self, h: torch.Tensor, labels, transformed: bool = True) -> torch.Tensor:
         rows, n = labelled_rows(labels := check_labels(labels, h[..., 0], self.config.vocab))
-        x = h.flatten(0, 1)[rows]
-        return decoded_loss(x if transformed else self.head(x), self.encoder.tok_emb.weight, self.bias,
-                             labels.flatten()[rows], n)
+        x, y = h.flatten(0, 1)[rows], labels.flatten()[rows]
+        y[n:] = -100  # the padding rows' labels: row 0's, which is not theirs
+        return decoded_loss(x if transformed else self.head(x), self.encoder.tok_emb.weight, self.bias, y, n)
 
 # %% ../nbs/06_modernbert.ipynb #31917e6c
 class ModernBertClassifier(nn.Module):

@@ -84,9 +84,10 @@ def _rope(rope, where) -> tuple[dict, dict]:
         raise ValueError(f"{where}: rope_parameters must be a dict, got {rope!r:.80}")
     flat = 'rope_type' in rope or 'rope_theta' in rope
     g, l = (rope, rope) if flat else (rope.get('full_attention') or {}, rope.get('sliding_attention') or {})
-    if not (isinstance(g, dict) and isinstance(l, dict)) or {g.get('rope_type', 'default'),
-                                                             l.get('rope_type', 'default')} != {'default'}:
-        raise ValueError(f"{where}: only plain RoPE (rope_type 'default') is built here, got {rope!r:.80}")
+    for kind, r in (('full_attention', g), ('sliding_attention', l)):  # each layer type's, named
+        if (t := r.get('rope_type', 'default') if isinstance(r, dict) else r) != 'default':
+            raise ValueError(f"{where}: only plain RoPE (rope_type 'default') is built here, got "
+                             f"{'rope_type ' if isinstance(r, dict) else ''}{t!r:.80} for {kind}")
     return g, l
 
 # %% ../nbs/16_modernbert_files.ipynb #a286c56a

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .checks import _check_call, check_like
+from .checks import _check_call, check_like, check_range
 
 # %% auto #0
 __all__ = ['F32_ATTN_T', 'layer_tokens', 'layer_with_probs', 'run_layers', 'EncoderOutput', 'labelled_rows', 'decoded_loss',
@@ -139,7 +139,8 @@ class _DecodedLoss(torch.autograd.Function):
 
 # %% ../nbs/14_speed.ipynb #cf0578ec
 def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
-    "The MLM loss of the head's transform x (rows, d) at labels y (rows,), of which the first n are real."
+    """The MLM loss of the head's transform x (rows, d) at labels y (rows,): the first n real, the rest
+    padding (`labelled_rows`' to a multiple of 64), labelled -100."""
     if x.dim() != 2 or w.shape[1:] != x.shape[1:] or b.shape != w.shape[:1] or y.shape != x.shape[:1]:
         shapes = [tuple(t.shape) for t in (x, w, b, y)]  # named only when refused: this runs every step
         raise ValueError(f"x, w, b, y must be (rows, d), (V, d), (V,), (rows,), got {shapes}")
@@ -149,6 +150,9 @@ def decoded_loss(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Ten
     cast = lo is not None and {x.dtype, w.dtype, b.dtype} <= {torch.float32, lo}  # autocast's rule
     if not cast and not x.dtype == w.dtype == b.dtype:
         raise TypeError(f"x, w, b must share a dtype, got {x.dtype}, {w.dtype}, {b.dtype}")
+    check_range('y', y[:n], 0, len(w))  # a label past the table, or -100 among the real rows (CPU: no sync)
+    if y.device.type == 'cpu' and not torch.compiler.is_compiling() and (pad := int((y[n:] != -100).sum())):
+        raise ValueError(f"y must be -100 past its first n={n} rows (the padding), got {pad} labels there")
     if torch.compiler.is_compiling():  # autograd's path, its loss in float32 at least
         z = F.linear(x, w, b)[:n]  # every row: the padding keeps the product's shape (above)
         z = z.to(torch.promote_types(z.dtype, torch.float32))  # bf16 or fp16 logits: a float32 loss

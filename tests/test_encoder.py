@@ -145,18 +145,21 @@ def test_loss_gradients_match_forward():
     g3 = torch.autograd.grad(torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()), list(m.parameters()))
     for a, b in zip(g1, g3): torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
-def _head_inputs(rows=64, d=8, V=50, dtype=torch.float64, seed=3):
+def _head_inputs(rows=64, d=8, V=50, dtype=torch.float64, seed=3, n=None):
+    "x, w, b and labels y: the first n rows real (all if n is None), the padding after them labelled -100."
     g = torch.Generator().manual_seed(seed)
     x, w, b = (torch.randn(*s, generator=g, dtype=dtype).requires_grad_() for s in ((rows, d), (V, d), (V,)))
-    return x, w, b, torch.randint(0, V, (rows,), generator=g)
+    y = torch.randint(0, V, (rows,), generator=g)
+    if n is not None: y[n:] = -100
+    return x, w, b, y
 
 @pytest.mark.parametrize('n', [0, 1, 37, 64])
 def test_the_decoder_and_its_loss_in_one_step_are_the_formula(n):
     """The float32/float64 step's fused decoder and loss against NumPy: the loss and the gradients of the rows, the
-    word table and the bias; the rows past n (the padding to a multiple of 64) take no part, whatever their label."""
+    word table and the bias; the rows past n (the padding to a multiple of 64, labelled -100) take no part."""
     from bert_nb.speed import decoded_loss
     x, w, b, y = _head_inputs()
-    y[n:] = -100 if n % 2 else 0  # padding rows repeat row 0: its label may be -100 or a token
+    y[n:] = -100
     loss = decoded_loss(x, w, b, y, n)
     gx, gw, gb = torch.autograd.grad(loss, (x, w, b))
     X, W, B, Y = x.detach().numpy()[:n], w.detach().numpy(), b.detach().numpy(), y.numpy()[:n]
@@ -172,7 +175,7 @@ def test_the_fused_loss_backward_twice_and_without_a_gradient():
     """The node computes the logits' gradient in its forward and only reads it in the backward: a second backward
     (retain_graph) gives the same gradients again; without autograd the loss is the same number."""
     from bert_nb.speed import decoded_loss
-    x, w, b, y = _head_inputs()
+    x, w, b, y = _head_inputs(n=40)
     loss = decoded_loss(x, w, b, y, 40)
     first = torch.autograd.grad(loss, (x, w, b), retain_graph=True)
     for a, c in zip(first, torch.autograd.grad(loss, (x, w, b))): assert torch.equal(a, c)
@@ -206,7 +209,7 @@ def test_under_autocast_the_loss_is_autograds():
     cross-entropy of those logits, to float32's rounding (the node reads it off the softmax), and gradients in the
     parameters' dtype."""
     from bert_nb.speed import decoded_loss
-    x, w, b, y = _head_inputs(dtype=torch.float32)
+    x, w, b, y = _head_inputs(dtype=torch.float32, n=40)
     with torch.autocast('cpu', dtype=torch.bfloat16):
         loss = decoded_loss(x, w, b, y, 40)
         z = torch.nn.functional.linear(x, w, b)[:40].float()
@@ -223,7 +226,7 @@ def test_under_autocast_the_fused_gradients_are_autograds_within_bf16(rows):
     after the 1/n: five roundings of u = 2^-8 in all, each relative to at most the sum of the absolute terms,
     |D| |W| (float32's own sums are 2^16 times finer)."""
     from bert_nb.speed import decoded_loss
-    x, w, b, y = _head_inputs(rows=128, d=16, V=300, dtype=torch.float32)
+    x, w, b, y = _head_inputs(rows=128, d=16, V=300, dtype=torch.float32, n=100)
     x = x.detach().to(rows).requires_grad_()
     n, F_ = 100, torch.nn.functional
     with torch.autocast('cpu', dtype=torch.bfloat16):
@@ -243,7 +246,8 @@ def test_under_autocast_the_fused_gradients_are_autograds_within_bf16(rows):
 def test_a_bf16_model_gets_a_float32_loss():
     "Weights in bf16 (no autocast): the loss is float32, from the bf16 logits, as for autocast's."
     from bert_nb.speed import decoded_loss
-    x, w, b, y = (t.bfloat16() if t.is_floating_point() else t for t in _head_inputs(dtype=torch.float32))
+    x, w, b, y = (t.bfloat16() if t.is_floating_point() else t
+                  for t in _head_inputs(dtype=torch.float32, n=40))
     loss = decoded_loss(x, w, b, y, 40)
     z = torch.nn.functional.linear(x, w, b)[:40].float()
     want = torch.nn.functional.cross_entropy(z, y[:40])

@@ -145,6 +145,18 @@ def test_a_drawn_mask_is_mlm_batchs(page, kjv):
             assert got == [b['input_ids'][0].tolist(), b['labels'][0].tolist()]
             assert page.locator('.play-hidden').count() == int((b['labels'] >= 0).sum())
 
+def test_the_picked_count_is_every_labelled_position(page, kjv):
+    "'N positions picked' counts mlm_batch's labels != -100: those shown as [MASK], as a random id and as themselves."
+    tok = kjv[1]
+    shipped(page)
+    page.fill('#play-text', kjv_verses()[100].text * 2)
+    for seed, p in [(7, 0.5), (2026, 1.0)]:
+        page.fill('#play-seed', str(seed)); page.fill('#play-p', str(p)); page.click('#play-draw')
+        b = mlm_batch(tok, [kjv_verses()[100].text * 2], 32, p, PCG32(seed))
+        picked, masked = int((b['labels'] >= 0).sum()), int((b['input_ids'] == tok.mask_id).sum())
+        assert picked > masked  # some picked positions show a random id or the token itself
+        assert f': {picked} positions picked;' in page.locator('#play-drawn').inner_text()
+
 def test_a_click_hides_a_word_and_the_page_fills_it(page, kjv):
     model, tok = kjv
     page.fill('#play-text', 'And God said, Let there be light: and there was light.')
@@ -236,6 +248,35 @@ def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path,
     assert says in msg.inner_text() and msg.get_attribute('class') == 'play-error', msg.inner_text()
     assert page.locator('#play-model').inner_text() == before  # the model in use stays
     assert not page.errors
+
+def test_exact_reach_runs_at_16_tokens_and_is_refused_at_17(page, kjv):
+    "The page computes the exact reach of a text of 16 tokens ([CLS] and [SEP] counted) and refuses 17's, saying so."
+    tok = kjv[1]
+    shipped(page)
+    page.select_option('#play-samples', 'exact')
+    for n in (16, 17):
+        text = ' '.join(['and'] * (n - 2))
+        assert len(tok.encode(text)) == n
+        page.fill('#play-text', text); page.click('#play-reach-run')
+        reach = page.evaluate('BertNb.page.reachMap && Array.from(BertNb.page.reachMap)')
+        refused = 'a text of 16 tokens or fewer' in page.locator('#play-msg').inner_text()
+        assert (len(reach) == n * n and not refused) if n == 16 else (reach is None and refused)
+    page.select_option('#play-samples', '4')
+
+def test_a_click_in_the_lines_view_picks_the_row_under_it(page):
+    "Rows of 18 px from 4 px down: a click at the top, the middle or the bottom of a row picks that row."
+    shipped(page)
+    page.fill('#play-text', 'And God said, Let there be light')
+    n = len(page.evaluate('BertNb.page.labels'))
+    page.select_option('#play-view', 'lines')
+    for i in range(n):
+        for dy in (1, 9, 17):
+            at = {'x': 50, 'y': 4 + 18 * i + dy}
+            page.click('#play-attn', position=at)
+            assert page.evaluate('BertNb.page.focus') == i, (i, dy)
+            page.click('#play-attn', position=at)  # a second click: all the lines again
+            assert page.evaluate('BertNb.page.focus') is None
+    page.select_option('#play-view', 'heat')
 
 def test_every_head_is_drawn_as_a_heat_map_or_as_lines(page):
     "The picture is the chosen head's numbers: the darkest cell of the heat map is the head's largest weight."

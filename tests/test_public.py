@@ -42,7 +42,7 @@ def test_attend_checks_its_shapes_and_rate():
 
 def test_decoded_loss_checks_rows():
     x, w, b = torch.randn(4, 8, dtype=torch.float64), torch.randn(9, 8, dtype=torch.float64), torch.zeros(9, dtype=torch.float64)
-    y = torch.tensor([1, 2, 3, 0])
+    y = torch.tensor([1, 2, 3, -100])
     with pytest.raises(ValueError, match='x, w, b, y must be'): S.decoded_loss(x, w, b, y[:3], 3)
     with pytest.raises(ValueError, match=r'n must be in \[0, 4\]'): S.decoded_loss(x, w, b, y, 5)
     with pytest.raises(TypeError, match='x, w, b must share a dtype, got torch.float64, torch.bfloat16'):

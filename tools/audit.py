@@ -710,7 +710,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'#57 {name}'] = lambda f=f: api(f)
     for name, f in {'attend of q, k, v alike': lambda: S.attend(q4, q4, q4, None, 0.0),
                     'decoded_loss of 3 real rows of 4': lambda: S.decoded_loss(torch.zeros(4, 8), torch.zeros(9, 8),
-                                                                               torch.zeros(9), torch.zeros(4).long(), 3),
+                                                                               torch.zeros(9), torch.tensor([0, 1, 2, -100]), 3),
                     'labelled_rows of no label': lambda: S.labelled_rows(torch.full((2, 3), -100)),
                     'read_json of what write_utf8 wrote': lambda: F.write_utf8(tmp / 'ok.json', '{"a": 1}') or F.read_json(tmp / 'ok.json')}.items():
         c[f'#57 {name}'] = lambda f=f: api(f, bad=False)
@@ -719,8 +719,31 @@ def cases(tmp: Path, minilm: Path) -> dict:
     def bf16_loss():
         with torch.autocast('cpu', dtype=torch.bfloat16):
             x, w, b = (torch.zeros(*s, requires_grad=True) for s in ((4, 8), (9, 8), (9,)))
-            S.decoded_loss(x, w, b, torch.zeros(4).long(), 3).backward()
+            S.decoded_loss(x, w, b, torch.tensor([0, 1, 2, -100]), 3).backward()
     c['#58 decoded_loss under bf16 autocast'] = lambda: api(bf16_loss, bad=False)
+    # round 7: paths as str, the fused loss's labels and count, the public checks' bounds, the loaders' refusals
+    (tmp / 'r7').mkdir()
+    here = lambda name: str(tmp / 'r7' / name)  # a str, as a user writes a path
+    for name, f in {'write_utf8 to a str path': lambda: F.write_utf8(here('a.txt'), 'x'),
+                    'read_json of a str path': lambda: F.write_utf8(here('a.json'), '{}') or F.read_json(here('a.json')),
+                    'write_safetensors to a str path': lambda: F.write_safetensors(here('w.st'), {'a': torch.zeros(2)}),
+                    'read_safetensors of a str path': lambda: F.write_safetensors(here('v.st'), {'a': torch.zeros(2)})
+                                                              or F.read_safetensors(here('v.st')),
+                    'read_whole of a str path': lambda: F.read_whole(str(tmp / 'r7'), lambda d: d.name),
+                    'save_tokenizer to a str path': lambda: (tmp / 'r7' / 'tok').mkdir() or B.save_tokenizer(small, here('tok'), 16),
+                    'check_real of hi itself': lambda: CK.check_real('r', 1.0, 0.0, 1.0),
+                    'check_p of 0': lambda: CK.check_p(0)}.items():
+        c[f'round 7: {name}'] = lambda f=f: api(f, bad=False)
+    x9, w9, b9 = torch.zeros(4, 8), torch.zeros(9, 8), torch.zeros(9)
+    for name, f in {'read_json of an int path': lambda: F.read_json(3),
+                    'write_utf8 to bytes path': lambda: F.write_utf8(b'x.txt', 'x'),
+                    'read_whole of None': lambda: F.read_whole(None, lambda d: d),
+                    'decoded_loss of a label past the table': lambda: S.decoded_loss(x9, w9, b9, torch.tensor([9, 0, 0, 0]), 4),
+                    'decoded_loss of -100 among the real rows': lambda: S.decoded_loss(x9, w9, b9, torch.tensor([-100, 0, 0, 0]), 4),
+                    'decoded_loss of n 0 and real labels': lambda: S.decoded_loss(x9, w9, b9, torch.zeros(4).long(), 0),
+                    'check_real(open_lo) of lo': lambda: CK.check_real('r', 0.0, 0.0, 1.0, open_lo=True),
+                    'check_like(integer) of a complex tensor': lambda: CK.check_like('m', torch.zeros(2, 8, dtype=torch.complex64), ids)}.items():
+        c[f'round 7: {name}'] = lambda f=f: api(f)
     # names that moved keep importing from their old home; a name that never was there is still an ImportError
     c['moved: from bert_nb.modernbert import a name it never had'] = lambda: api(
         lambda: exec('from bert_nb.modernbert import load_bert', {}))
