@@ -400,3 +400,63 @@ def test_the_page_strips_accents_after_lowercasing_as_python_does(tmp_path):
     got = js(tmp_path, f"const wp = wordpiece.WordPiece.fromVocabText(readFileSync('{tmp_path / 'vocab.txt'}', 'utf8'));"
                        "out = DATA.map((t) => wp.encode(t));", words)
     assert [[int(i) for i in ids] for ids in got] == want
+
+# ---------------------------------------------------- the public surfaces added since the last release (l30-l52)
+
+def test_save_tokenizer_writes_what_transformers_slow_tokenizer_reads(tmp_path):
+    """A cased vocabulary saved with save_tokenizer: transformers' BertTokenizer (vocab.txt and tokenizer_config.json,
+    not our tokenizer.json) gives our ids and knows the model's length."""
+    from transformers import BertTokenizer
+    from bert_nb.bert import save_tokenizer
+    from bert_nb.wordpiece import SPECIALS
+    tokens = list(SPECIALS) + ['God', 'god', 'said', 'Said', 'let', 'Let', 'there', 'be', 'light', ',', '.']
+    for lowercase in (False, True):
+        tok, d = WordPieceTokenizer.from_tokens(tokens, lowercase=lowercase), tmp_path / f'lower{lowercase}'
+        d.mkdir(); save_tokenizer(tok, d, 32)
+        theirs = BertTokenizer.from_pretrained(str(d))
+        text = 'God said, Let there be light. And god Said'
+        assert theirs(text)['input_ids'] == tok.encode(text) and theirs.model_max_length == 32
+
+def test_check_ids_returns_a_copy_and_check_type_refuses_none():
+    "check_ids' result never shares memory with the caller's array; check_type(None) is refused like any wrong type."
+    from bert_nb.checks import check_ids, check_token_ids, check_type
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    b = check_ids(a, 10)
+    assert not np.shares_memory(a, b) and (b == a).all()
+    with pytest.raises(TypeError, match='tok must be a WordPieceTokenizer, got NoneType'):
+        check_type('tok', None, WordPieceTokenizer)
+    for dt in (torch.uint8, torch.int8, torch.int16):  # what an embedding lookup cannot take: widened
+        got = check_token_ids(torch.tensor([[1, 2, 3]], dtype=dt), 10)
+        assert got.dtype == torch.int64 and got.tolist() == [[1, 2, 3]]
+
+def test_read_json_is_strict_json(tmp_path):
+    "NaN, Infinity and -Infinity are no JSON numbers (RFC 8259): refused, though Python's json takes them by default."
+    from bert_nb.files import read_json
+    for word in ('NaN', 'Infinity', '-Infinity'):
+        (tmp_path / 'c.json').write_text(f'{{"lr": {word}}}')
+        assert json.loads((tmp_path / 'c.json').read_text())['lr'] != 0  # the library's default: taken
+        with pytest.raises(ValueError, match=f'is not valid JSON: {word} is not a JSON number'):
+            read_json(tmp_path / 'c.json')
+
+def test_tune_loops_last_batch_still_trains():
+    """n = 10 in batches of 4: three steps an epoch, the last of 2 examples. The schedule (linear decay to 0 at the
+    last step's end, written out: (steps - s) / (steps - warmup)) leaves the last step a learning rate of
+    1/(steps - warmup) of the peak, so it moves the weights."""
+    from bert_nb.finetune import tune_loop
+    model = torch.nn.Linear(3, 1)
+    x, seen = torch.randn(10, 3, generator=torch.Generator().manual_seed(0)), []
+    def loss_of(idx):
+        seen.append((len(idx), model.weight.detach().clone()))
+        return model(x[idx]).pow(2).mean()
+    losses = tune_loop(model, 10, loss_of, epochs=2, batch_size=4, lr=0.1, warmup=0.1, weight_decay=0.0, seed=0)
+    assert len(losses) == 6 and [k for k, _ in seen] == [4, 4, 2] * 2
+    assert not torch.equal(seen[-1][1], model.weight.detach())  # the last step changed the weights
+
+def test_labelled_rows_pads_to_the_next_multiple_of_64_only():
+    "0, 64 and 65 labelled positions: 0, 64 and 128 rows (ceil(n / 64) · 64), the padding pointing at row 0."
+    from bert_nb.speed import labelled_rows
+    for n, rows in ((0, 0), (1, 64), (64, 64), (65, 128)):
+        labels = torch.full((2, 70), -100)
+        labels.view(-1)[torch.arange(n) * 2] = 7
+        at, k = labelled_rows(labels)
+        assert k == n and len(at) == rows and at[:n].tolist() == (torch.arange(n) * 2).tolist() and not at[n:].any()
