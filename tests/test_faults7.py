@@ -460,3 +460,19 @@ def test_labelled_rows_pads_to_the_next_multiple_of_64_only():
         labels.view(-1)[torch.arange(n) * 2] = 7
         at, k = labelled_rows(labels)
         assert k == n and len(at) == rows and at[:n].tolist() == (torch.arange(n) * 2).tolist() and not at[n:].any()
+
+def test_write_safetensors_marks_its_file_as_pytorchs(tmp_path):
+    "The 'format': 'pt' metadata transformers looks for, read back by the safetensors library itself."
+    from safetensors import safe_open
+    from bert_nb.files import write_safetensors
+    write_safetensors(tmp_path / 'w.safetensors', {'w': torch.ones(2)})
+    with safe_open(str(tmp_path / 'w.safetensors'), 'pt') as f: assert f.metadata() == {'format': 'pt'}
+
+def test_a_saved_heads_labels_read_back_in_transformers_config(tmp_path, tok):
+    "id2label and label2id of a saved classifier agree, label by label, as transformers' config reads them."
+    from transformers import AutoConfig
+    from bert_nb.finetune import save_head
+    labels = ['law', 'prophets', 'writings']
+    save_head(Classifier(shipped(), 3, rng=PCG32(0)), tmp_path / 'h', tok, labels, 'BertForSequenceClassification')
+    c = AutoConfig.from_pretrained(str(tmp_path / 'h'))
+    assert [c.id2label[i] for i in range(3)] == labels and [c.label2id[l] for l in labels] == [0, 1, 2]

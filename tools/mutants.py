@@ -907,6 +907,17 @@ FAULTS += [
           "window=d.get('local_attention', 128)", "window=d.get('local_attention', 128) // 2 * 2 // 2", MFILES),
     Fault('l52', 'hf_state_dict: the decoder bias left out', 'modernbert_files.py', 'def hf_state_dict(',
           "    if isinstance(model, ModernBertForMLM): sd['decoder.bias'] = model.bias.data\n", '', MFILES),
+    Fault('l53', "read_safetensors: the library's own error let through", 'files.py', 'def read_safetensors(',
+          '    except Exception as e:', '    except ImportError as e:', FILES),
+    Fault('l54', 'read_safetensors: a missing file blamed on its contents', 'files.py', 'def read_safetensors(',
+          '    _readable(path)\n', '', FILES),
+    Fault('l55', "write_safetensors: no 'format': 'pt' metadata", 'files.py', 'def write_safetensors(',
+          "metadata={'format': 'pt'}", 'metadata=None', FILES),
+    Fault('l56', "save_head: label2id of another order than id2label", 'finetune.py', 'def save_head(',
+          'label2id={l: i for i, l in enumerate(labels)}', 'label2id={l: i for i, l in enumerate(labels[::-1])}',
+          HEADS),
+    Fault('l57', "save_head: the classifier's dropout not written", 'finetune.py', 'def save_head(',
+          'classifier_dropout=model.dropout.p,', 'classifier_dropout=None,', HEADS),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
