@@ -121,8 +121,10 @@ def _either(name: str, ours, theirs):
     return theirs
 
 def check_type(name: str, x, cls: type | tuple[type, ...]):
-    "x is a `cls`, or a TypeError that names the argument."
-    if not isinstance(x, cls): raise TypeError(f"{name} must be a {cls.__name__}, got {type(x).__name__}")
+    "x is a `cls` (or one of a tuple of them), or a TypeError that names the argument."
+    if not isinstance(x, cls):
+        kinds = ' or '.join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise TypeError(f"{name} must be a {kinds}, got {type(x).__name__}")
     return x
 
 # %% ../nbs/15_checks.ipynb #e4360359

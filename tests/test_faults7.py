@@ -2,6 +2,7 @@
 (a boundary written out here, a float64 formula, the safetensors library, transformers' collators' rule, NumPy).
 `make mutants` holds a fault in each area (l-) that these tests kill."""
 import json, math, os, shutil, subprocess, warnings
+from dataclasses import replace
 from pathlib import Path
 import numpy as np
 import pytest
@@ -476,3 +477,102 @@ def test_a_saved_heads_labels_read_back_in_transformers_config(tmp_path, tok):
     save_head(Classifier(shipped(), 3, rng=PCG32(0)), tmp_path / 'h', tok, labels, 'BertForSequenceClassification')
     c = AutoConfig.from_pretrained(str(tmp_path / 'h'))
     assert [c.id2label[i] for i in range(3)] == labels and [c.label2id[l] for l in labels] == [0, 1, 2]
+
+# ------------------------------------------------------------------ three faults for every new surface (l58-l102)
+
+def test_check_real_refuses_what_is_not_finite():
+    "Finite, as its message says: inf is <= the default hi (inf) and NaN compares false, so each is refused by name."
+    for x in (math.inf, -math.inf, math.nan):
+        with pytest.raises(ValueError, match='r must be a finite number in'): check_real('r', x)
+
+def test_ids_and_labels_are_refused_where_pytorch_refuses_them():
+    """A bool tensor is no batch of ids; a label below 0 other than -100 is one cross_entropy(ignore_index=-100)
+    cannot take (its own error: the oracle that such a label is an error), and a bool is no label: each refused."""
+    from bert_nb.checks import check_labels, check_token_ids
+    with pytest.raises(ValueError, match='ids must be a 2-D integer tensor, got Tensor torch.bool'):
+        check_token_ids(torch.ones(1, 3, dtype=torch.bool), 10)
+    ref, bad = torch.zeros(1, 3, dtype=torch.long), torch.tensor([[-100, 2, -1]])
+    with pytest.raises((IndexError, RuntimeError)):  # PyTorch's: target -1 is out of bounds
+        F.cross_entropy(torch.zeros(3, 10), bad[0], ignore_index=-100)
+    with pytest.raises(ValueError, match=r'labels must be -100 or in \[0, 10\), got -1'): check_labels(bad, ref, 10)
+    with pytest.raises(ValueError, match='labels must be token ids or -100, got a bool tensor'):
+        check_labels(torch.ones(1, 3, dtype=torch.bool), ref, 10)
+
+def test_read_json_refuses_nesting_pythons_parser_cannot_follow(tmp_path):
+    "A file nested deeper than Python's recursion limit: json.loads raises RecursionError; read_json names the file."
+    from bert_nb.files import read_json
+    (tmp_path / 'deep.json').write_text('[' * 200_000 + ']' * 200_000)
+    with pytest.raises(RecursionError): json.loads((tmp_path / 'deep.json').read_text())
+    with pytest.raises(ValueError, match='deep.json is not valid JSON: nested too deeply'): read_json(tmp_path / 'deep.json')
+
+def test_write_utf8_refuses_a_lone_surrogate_and_leaves_no_file(tmp_path):
+    "UTF-8 has no encoding of U+D800 (Python's own encoder refuses it): nothing is written, not even a temporary."
+    from bert_nb.files import write_utf8
+    with pytest.raises(UnicodeEncodeError): 'a\ud800'.encode('utf-8')
+    with pytest.raises(UnicodeEncodeError): write_utf8(tmp_path / 'x.txt', 'a\ud800')
+    assert list(tmp_path.iterdir()) == []
+
+def test_safetensors_helpers_keep_every_dtype(tmp_path):
+    "What write_safetensors writes, the safetensors library reads with its dtypes; what it wrote, read_safetensors reads so."
+    from safetensors.torch import load_file, save_file
+    from bert_nb.files import read_safetensors, write_safetensors
+    t = {'b': torch.tensor([1.5, -2.25]).bfloat16(), 'h': torch.tensor([0.1, 3.0]).half(),
+         'd': torch.tensor([0.1], dtype=torch.float64), 'i': torch.tensor([7, -8], dtype=torch.int32)}
+    write_safetensors(tmp_path / 'ours.safetensors', t)
+    save_file(t, str(tmp_path / 'theirs.safetensors'))
+    for got in (load_file(str(tmp_path / 'ours.safetensors')), read_safetensors(tmp_path / 'theirs.safetensors')):
+        assert {k: v.dtype for k, v in got.items()} == {k: v.dtype for k, v in t.items()}
+        assert all(torch.equal(got[k], t[k]) for k in t)
+
+def test_tune_loop_trains_a_model_given_in_eval_mode():
+    "Dropout acts only in training mode (PyTorch's rule): a model handed over in eval mode is tuned in training mode."
+    from bert_nb.finetune import tune_loop
+    model, modes = torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.Linear(3, 1)).eval(), []
+    def loss_of(idx):
+        modes.append(model.training)
+        return model(torch.ones(len(idx), 3)).pow(2).mean()
+    tune_loop(model, 4, loss_of, epochs=1, batch_size=2, lr=0.1, warmup=0.1, weight_decay=0.0, seed=0)
+    assert modes == [True, True]
+
+def test_a_transformers_4_config_keeps_its_rope_thetas():
+    "transformers 4 wrote global_rope_theta and local_rope_theta, no rope_parameters: both are read, neither the default."
+    d = hf_config(SMALL)
+    for k in ('rope_parameters', 'layer_types'): d.pop(k)
+    d |= dict(global_rope_theta=50_000.0, local_rope_theta=5_000.0, global_attn_every_n_layers=3)
+    c = config_from_hf(d)
+    assert (c.theta_global, c.theta_local) == (50_000.0, 5_000.0)
+
+def test_an_encoders_weights_carry_transformers_modernbertmodels_names():
+    "ModernBertModel's own state dict is the oracle: an encoder's names have no 'model.' in front."
+    from transformers import ModernBertConfig as TheirConfig, ModernBertModel
+    from bert_nb.modernbert import ModernBertEncoder
+    from bert_nb.modernbert_files import hf_state_dict
+    theirs = ModernBertModel(TheirConfig(**hf_config(SMALL)))
+    assert sorted(hf_state_dict(ModernBertEncoder(SMALL))) == sorted(theirs.state_dict())
+
+def test_load_modernbert_gives_a_model_in_eval_mode(tmp_path):
+    "As transformers' from_pretrained does: no module left in training mode, so two calls give the same logits."
+    from bert_nb.modernbert import ModernBertEncoder
+    save_modernbert(ModernBertForMLM(replace(SMALL, dropout=0.5), PCG32(0)), tmp_path / 'm')
+    for cls in (None, ModernBertEncoder):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            model = load_modernbert(tmp_path / 'm', cls)
+        assert not any(m.training for m in model.modules())
+
+def test_the_books_digest_is_of_their_content(tmp_path, monkeypatch):
+    """The same books written another way (indented) are the books; Genesis 1 and 2 swapped (31 and 25 verses) keep
+    every count and misplace the verses of both: refused. The oracle is the table itself, rewritten here."""
+    import bert_nb.data as D
+    books = json.loads(D.KJV_BOOKS.read_text())
+    (tmp_path / 'indented.json').write_text(json.dumps(books, indent=2))
+    monkeypatch.setattr(D, 'KJV_BOOKS', tmp_path / 'indented.json')
+    verses = D.kjv_verses()
+    assert len(verses) == 31_102 and (verses[30].chapter, verses[31].chapter, verses[31].verse) == (1, 2, 1)
+    swapped = [[b, list(c)] for b, c in books]
+    genesis = swapped[0][1]
+    genesis[0], genesis[1] = genesis[1], genesis[0]  # 31 and 25 verses: the same total
+    assert genesis[0] != genesis[1]
+    (tmp_path / 'swapped.json').write_text(json.dumps(swapped))
+    monkeypatch.setattr(D, 'KJV_BOOKS', tmp_path / 'swapped.json')
+    with pytest.raises(ValueError, match='is not the table of books the package ships'): D.kjv_verses()

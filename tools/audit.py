@@ -742,6 +742,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'decoded_loss of -100 among the real rows': lambda: S.decoded_loss(x9, w9, b9, torch.tensor([-100, 0, 0, 0]), 4),
                     'decoded_loss of n 0 and real labels': lambda: S.decoded_loss(x9, w9, b9, torch.zeros(4).long(), 0),
                     'check_real(open_lo) of lo': lambda: CK.check_real('r', 0.0, 0.0, 1.0, open_lo=True),
+                    'check_type of a tuple of types': lambda: CK.check_type('x', 'a', (int, float)),
                     'check_like(integer) of a complex tensor': lambda: CK.check_like('m', torch.zeros(2, 8, dtype=torch.complex64), ids)}.items():
         c[f'round 7: {name}'] = lambda f=f: api(f)
     # names that moved keep importing from their old home; a name that never was there is still an ImportError
