@@ -292,7 +292,7 @@ class _Run:
         self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
         self.step, self.tokens, self.metrics, self.first_step_s = 0, 0, dict(train=[], eval=[]), None
-        self.eval_s, self.done = 0.0, False
+        self.eval_s, self.done, self.snaps = 0.0, False, _snapshot_steps(a.snapshots, a.steps, a.minutes)
         if a.init and not resume:  # resumed: the metrics come from the checkpoint
             r = self.model.load_report
             self.metrics['init'] = dict(dir=a.init, used=len(r.used), dropped=r.dropped,
@@ -306,7 +306,7 @@ def _start(r: _Run):
     if r.rank == 0: r.tok.save(r.out)
     if r.rank == 0 and r.a.init: write_utf8(r.out / 'init_config.json', json.dumps(r.cfg.to_dict()) + '\n')
     r.batches.next_epoch()  # the first epoch's order: a cost of the start (first_step_s), not of the steps
-    _evaluate(r)
+    _evaluate(r); _snapshot(r)
 
 def _evaluate(r: _Run, say=None, stop: bool = False):
     """Held-out loss and accuracy (rank 0) and a checkpoint; their time fixes what a budget keeps back for
@@ -453,9 +453,36 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
             tok_s = (r.tokens - tokens_start) / (time.perf_counter() - r.t_train)
             bar.set_postfix(step=r.step, loss=f'{ema:.3f}', tok_s=f'{tok_s:,.0f}', refresh=False)
             bar.update(1 if steps else round(e) - bar.n)
+        _snapshot(r)  # --snapshots: the model at this step, if it is one of theirs
     if r.evaluated != r.step: _evaluate(r, bar.write, stop=not r.done)  # evaluated and resumable
     bar.close()
     r.tokens_start = tokens_start
+
+# %% ../nbs/12_command.ipynb #b1bad39e
+def _snapshot_steps(n: int | None, steps: int | None, minutes: float | None = None) -> list[int]:
+    "The steps --snapshots n keeps, evenly spaced in log(1 + step): 0 first, the last step last, each once."
+    if n is None: return []
+    if steps is None or minutes is not None:
+        raise ValueError(f"--snapshots {n} needs --steps and no --minutes: a budget fixes no last step")
+    if not 2 <= n <= steps + 1:
+        raise ValueError(f"--snapshots must be in [2, {steps + 1}] for a run of {steps} steps (it snapshots "
+                         f"steps 0 to {steps}), got {n}")
+    at = [round((steps + 1) ** (k / (n - 1))) - 1 for k in range(n)]
+    for k in range(1, n): at[k] = max(at[k], at[k - 1] + 1)  # the first steps round together: one apart
+    for k in range(n - 2, -1, -1): at[k] = min(at[k], at[k + 1] - 1)  # ... and the last is still `steps`
+    return at
+
+def _save(r: _Run, dir: Path):
+    (save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model, dir, r.tok)
+
+def _snapshot(r: _Run):
+    "Rank 0 saves the model at one of the snapshots' steps, with its held-out loss and accuracy."
+    if r.rank != 0 or r.step not in r.snaps: return
+    t, name = time.perf_counter(), f'snapshots/step-{r.step:06d}'
+    ev = evaluate(r.model, r.tok, r.data['held_rows'], r.data['held_lens'], r.a.seed)
+    _save(r, r.out / name)
+    r.metrics.setdefault('snapshots', []).append(dict(step=r.step, tokens=r.tokens, dir=name, **ev))
+    r.eval_s += time.perf_counter() - t
 
 # %% ../nbs/12_command.ipynb #8b1a97b4
 def frequency_baseline(tok: WordPieceTokenizer, rows: np.ndarray) -> tuple[str, float]:
@@ -482,7 +509,7 @@ def _finish(r: _Run):
                      held_out=r.metrics['eval'][-1], baseline=dict(token=word, acc=round(base, 6)),
                      learned=acc >= base + LEARNED, config=r.cfg.to_dict(), world_size=r.world,
                      weight_digests=digests, vocab_digests=vocabs)
-    (save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model, r.out / 'model', r.tok)
+    _save(r, r.out / 'model')
     tally = r.tally.stats(r.a.mask_p, len(r.tok)) if r.tally.rows else None
     write_plots(r.out, r.metrics, r.model, r.tok, r.data, tally)
     used = r.budget.spent_s()
@@ -642,9 +669,9 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p,
                    help='masking rate in training (evaluation uses 0.15)')
     t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help="the sinusoids' amplitude")
-    t.add_argument('--minutes', type=_float(0),
-                   help=f'training budget (default {d.minutes:g} unless --steps)')
+    t.add_argument('--minutes', type=_float(0), help=f'the budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
+    t.add_argument('--snapshots', type=_int(2), metavar='N', help='keep N models, at log-spaced steps')
     for flag, what in (('--sin-pos', 'start the position table from sinusoids'),
                        ('--freq-bias', "start the decoder's bias at the training tokens' log-frequencies"),
                        ('--bf16', 'bf16 autocast in training (default: in a --minutes run, where native)'),
@@ -716,7 +743,10 @@ def _read_args(path: Path) -> RunArgs:
             except argparse.ArgumentTypeError as e: raise ValueError(f"{path}: {act.dest} {e}") from None
     if d.get('data') and d.get('corpus'):
         raise ValueError(f"{path} names both data and corpus: a run trains on one of them")
-    return RunArgs(**d)
+    a = RunArgs(**d)
+    try: _snapshot_steps(a.snapshots, a.steps, a.minutes)
+    except ValueError as e: raise ValueError(f"{path}: {e}") from None
+    return a
 
 # %% ../nbs/12_command.ipynb #64b22bc2
 def _check_out(out: Path):
@@ -753,13 +783,16 @@ def _check_size(a: RunArgs, vocab: int):
 # %% ../nbs/12_command.ipynb #c1d2e322
 def _resume_args(ns) -> tuple[RunArgs, int]:
     "`--resume DIR`: the interrupted run's own settings, and its vocabulary's size."
-    extra = sorted(ns.given - _WITH_RESUME)
+    extra = sorted(ns.given - _WITH_RESUME - {'--snapshots'})  # its own N may be said again
     if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
     out = Path(ns.resume)
     if not (out / 'args.json').is_file(): raise UsageError(f"{out} holds no run (no args.json)")
     if (out / 'metrics.json').is_file(): raise UsageError(f"the run in {out} is already complete")
     a = _read_args(out / 'args.json')
     a.out = str(out)  # the directory given: a copy of a run resumes in the copy
+    if '--snapshots' in ns.given and ns.snapshots != a.snapshots:
+        raise UsageError(f"--snapshots {ns.snapshots}: the run in {out} keeps {a.snapshots or 'no'} "
+                         "snapshots; resume it with its own (drop --snapshots)")
     vocab = out / 'vocab.txt' if (out / 'vocab.txt').is_file() else a.vocab  # none yet: from the start
     return a, len(WordPieceTokenizer.from_vocab(vocab)) if vocab else a.vocab_size
 
@@ -809,12 +842,15 @@ def _new_args(ns) -> tuple[RunArgs, int]:
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
+    try: _snapshot_steps(a.snapshots, a.steps, a.minutes)
+    except ValueError as e: raise UsageError(str(e)) from None
     vocab = len(WordPieceTokenizer.from_vocab(a.vocab)) if a.vocab else a.vocab_size  # a bad one: here
     if a.out is None and int(os.environ.get('WORLD_SIZE', 1)) > 1:
         raise UsageError("under torchrun, give --out: every process must write to the same directory")
     if a.out is not None and int(os.environ.get('RANK', 0)) == 0: _check_out(Path(a.out))  # rank 0 writes
     return a, vocab
 
+# %% ../nbs/12_command.ipynb #07c79e3c
 def _fresh_out() -> str:
     "runs/<date>-<time>, made here by an atomic mkdir: runs started in the same second get -2, -3, ..."
     base = f"runs/{datetime.now():%Y%m%d-%H%M%S}"

@@ -265,11 +265,11 @@ class RunArgs:
     sin_pos: bool = True                        # start the position table from sinusoids
     sin_scale: float = 0.1                      # ... of this amplitude (5x the word table's init)
     freq_bias: bool = True                      # start the decoder's bias at the tokens' log-frequencies
-    minutes: float | None = 5.0
-    steps: int | None = None
+    minutes: float | None = 5.0; steps: int | None = None  # a budget, or a number of steps
     bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
     compile: bool = False                       # torch.compile the step (its compiling: in the budget)
     evals: int = 10                             # held-out evaluations over the run
+    snapshots: int | None = None                # models kept at steps spaced in log scale (--steps runs)
     seed: int = 0
     out: str | None = None
 

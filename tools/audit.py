@@ -310,6 +310,19 @@ def cases(tmp: Path, minilm: Path) -> dict:
         c[f'bert-nb {name}'] = lambda args=args: cli(*args)
     c['bert-nb train tiny'] = lambda: cli('--corpus', corpus, '--steps', 3, '--out', runs / 'ok', *tiny, bad=False)
     c['bert-nb fill'] = lambda: cli('fill', model_dir, 'a [MASK]', bad=False)
+    # --snapshots N: the bad values, a run that keeps them, and a resumed run told another N
+    for name, args in {'--snapshots 1': ['--steps', 5, '--snapshots', 1],
+                       '--snapshots past the steps': ['--steps', 5, '--snapshots', 7],
+                       '--snapshots without --steps': ['--snapshots', 3],
+                       '--snapshots with --minutes': ['--steps', 5, '--minutes', 1, '--snapshots', 3]}.items():
+        c[f'bert-nb {name}'] = lambda args=args: cli('--corpus', corpus, '--out', runs / 'snap-bad', *tiny, *args)
+    c['bert-nb train --snapshots 3'] = lambda: cli('--corpus', corpus, '--steps', 4, '--snapshots', 3,
+                                                   '--out', runs / 'snap', *tiny, bad=False)
+    def other_n():
+        stopped = cli('--corpus', corpus, '--steps', 4, '--snapshots', 3, '--stop-at', 1, '--out', runs / 'snap-stop',
+                      *tiny, bad=False)
+        return cli('train', '--resume', runs / 'snap-stop', '--snapshots', 4) if stopped == 'correct' else stopped
+    c['bert-nb --resume with another --snapshots'] = other_n
     # #43: ELECTRA and fine-tuning (their argument checks), the budget, the writes, the encodings, the nodes
     from bert_nb import electra as E, finetune as T
     ecfg = B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.0)

@@ -856,6 +856,7 @@ CHECKS = ['tests/test_faults.py', 'tests/test_faults7.py', 'tests/test_public.py
 FILES = ['tests/test_files.py', 'tests/test_faults6.py', 'tests/test_faults7.py', 'tests/test_public.py']
 HEADS = ['tests/test_public.py', 'tests/test_finetune.py', 'tests/test_tagging.py', 'tests/test_faults7.py']
 SPEED = ['tests/test_encoder.py', 'tests/test_public.py', 'tests/test_unpad.py', 'tests/test_faults7.py']
+SNAPS = ['tests/test_snapshots.py']
 MFILES = ['tests/test_modernbert.py', 'tests/test_faults6.py', 'tests/test_faults7.py']
 FAULTS += [
     Fault('l30', 'save_tokenizer: do_lower_case always true', 'bert.py', 'def save_tokenizer(',
@@ -1017,6 +1018,21 @@ FAULTS += [
     Fault('l102', "KJV_BOOKS_SHA256: the digest of the file's bytes, not of its books", 'data.py', 'def kjv_verses(',
           "hashlib.sha256(json.dumps(books, separators=(',', ':')).encode())", 'hashlib.sha256(KJV_BOOKS.read_bytes())',
           FAULTS6 + F7),
+    # `bert-nb train --snapshots N`
+    Fault('l103', 'snapshots spaced evenly in steps, not in log scale', 'command.py', 'def _snapshot_steps(',
+          'at = [round((steps + 1) ** (k / (n - 1))) - 1 for k in range(n)]', 'at = [round(steps * k / (n - 1)) for k in range(n)]',
+          SNAPS),
+    Fault('l104', 'more snapshots than steps taken', 'command.py', 'def _snapshot_steps(',
+          'if not 2 <= n <= steps + 1:', 'if not 2 <= n:', SNAPS),
+    Fault('l105', 'snapshots with a --minutes budget taken', 'command.py', 'def _snapshot_steps(',
+          'if steps is None or minutes is not None:', 'if steps is None:', SNAPS),
+    Fault('l106', 'a resumed run takes another N', 'command.py', 'def _resume_args(',
+          "if '--snapshots' in ns.given and ns.snapshots != a.snapshots:", "if False:", SNAPS),
+    Fault('l107', 'no snapshot at step 0', 'command.py', 'def _start(', '    _evaluate(r); _snapshot(r)\n',
+          '    _evaluate(r)\n', SNAPS),
+    Fault('l108', "an args.json's N past its steps resumed", 'command.py', 'def _read_args(',
+          '    try: _snapshot_steps(a.snapshots, a.steps, a.minutes)\n', '    try: pass\n', SNAPS),
+
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
