@@ -676,7 +676,7 @@ FAULTS += [
           'classifier_pooling=model.pooling', "classifier_pooling='cls'", MODERN),
     Fault('m20', 'irregular layer types accepted', 'modernbert_files.py', 'def _global_every(',
           '    if types != want or not want:', '    if not want:', MODERN),
-    Fault('m21', 'a ModernBERT run saved as a BERT', 'command.py', 'def _finish(',
+    Fault('m21', 'a ModernBERT run saved as a BERT', 'command.py', 'def _save(',
           "(save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model", 'save_bert(r.model', MODERN),
     Fault('m22', 'ModernBERT called with token types', 'pretrain.py', 'def _call_args(',
           "return args if hasattr(model.config, 'type_vocab') else (args[0], *args[2:])", 'return args', MODERN),
