@@ -28,3 +28,21 @@ def corpus(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp('corpus') / 'kjv400.txt'
     p.write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:400]) + '\n')
     return p
+
+@pytest.fixture
+def hf_rope_float64(monkeypatch):
+    """transformers turns q and k in float32 whatever the model's dtype (its rotary casts); this one step is put in
+    float64, as the rest of its float64 model is, so that a comparison with it is of formulas, not of rounding."""
+    import torch
+    import transformers.models.modernbert.modeling_modernbert as hf_mb
+    def tables(self, x, position_ids, layer_type):
+        dh = self.config.hidden_size // self.config.num_attention_heads
+        theta = self.config.rope_parameters[layer_type]['rope_theta']
+        a = position_ids[..., None].double() * theta ** -(torch.arange(0, dh, 2, dtype=torch.float64) / dh)
+        a = torch.cat([a, a], -1)
+        return a.cos().to(x.dtype), a.sin().to(x.dtype)
+    def turn(q, k, cos, sin, unsqueeze_dim=1):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        return q * cos + hf_mb.rotate_half(q) * sin, k * cos + hf_mb.rotate_half(k) * sin
+    monkeypatch.setattr(hf_mb.ModernBertRotaryEmbedding, 'forward', tables)
+    monkeypatch.setattr(hf_mb, 'apply_rotary_pos_emb', turn)

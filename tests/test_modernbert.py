@@ -120,22 +120,6 @@ def test_geglu_is_gelu_of_one_half_times_the_other():
     assert np.abs(ff(x).detach().numpy() - want).max() < 1e-13
 
 # --- transformers' ModernBERT on the same weights --------------------------------------------------------------
-@pytest.fixture
-def hf_rope_float64(monkeypatch):
-    """transformers turns q and k in float32 whatever the model's dtype (its rotary casts); this one step is put in
-    float64, as the rest of its float64 model is, so that the comparison below is of formulas, not of rounding."""
-    def tables(self, x, position_ids, layer_type):
-        dh = self.config.hidden_size // self.config.num_attention_heads
-        theta = self.config.rope_parameters[layer_type]['rope_theta']
-        a = position_ids[..., None].double() * theta ** -(torch.arange(0, dh, 2, dtype=torch.float64) / dh)
-        a = torch.cat([a, a], -1)
-        return a.cos().to(x.dtype), a.sin().to(x.dtype)
-    def turn(q, k, cos, sin, unsqueeze_dim=1):
-        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-        return q * cos + hf_mb.rotate_half(q) * sin, k * cos + hf_mb.rotate_half(k) * sin
-    monkeypatch.setattr(hf_mb.ModernBertRotaryEmbedding, 'forward', tables)
-    monkeypatch.setattr(hf_mb, 'apply_rotary_pos_emb', turn)
-
 def hf_twin(model, tmp_path, auto=AutoModelForMaskedLM):
     save_modernbert(model, tmp_path / 'ours')
     return auto.from_pretrained(tmp_path / 'ours', dtype=torch.float64, attn_implementation='sdpa').eval()

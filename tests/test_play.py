@@ -220,11 +220,11 @@ def bad(kind: str, tmp: Path, run30: Path) -> list[Path]:
     if kind == 'cut': st.write_bytes(st.read_bytes()[:100_000])
     if kind == 'vocab': (d / 'vocab.txt').write_text((d / 'vocab.txt').read_text() + 'extra\n')
     if kind == 'config': (d / 'config.json').write_text('{"model_type": "bert",')
-    if kind == 'modernbert':
-        from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM
+    if kind == 'modernbert':  # an encoder: no head to fill with
+        from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder
         from bert_nb.modernbert_files import save_modernbert
-        save_modernbert(ModernBertForMLM(ModernBertConfig(60, d_model=16, n_heads=2, n_layers=2, d_ff=24, window=4)),
-                        tmp / 'mb')
+        save_modernbert(ModernBertEncoder(ModernBertConfig(conf['vocab_size'], d_model=16, n_heads=2, n_layers=2,
+                                                           d_ff=24, window=4)), tmp / 'mb')
         for f in ('config.json', 'model.safetensors'): shutil.copy(tmp / 'mb' / f, d / f)
     if kind == 'classifier':
         from bert_nb.finetune import Classifier, save_classifier
@@ -237,7 +237,7 @@ def bad(kind: str, tmp: Path, run30: Path) -> list[Path]:
 
 @pytest.mark.parametrize('kind, says', [
     ('text', 'not a safetensors file'), ('cut', 'cut short'), ('vocab', 'tokens but the word table'),
-    ('config', 'config.json is not JSON'), ('modernbert', 'not a BERT'), ('classifier', 'not an MLM BERT'),
+    ('config', 'config.json is not JSON'), ('modernbert', 'not a ModernBertForMaskedLM'), ('classifier', 'not an MLM BERT'),
     ('missing', 'missing: config.json')])
 def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path, kind, says):
     before = page.locator('#play-model').inner_text()
@@ -248,6 +248,60 @@ def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path,
     assert says in msg.inner_text() and msg.get_attribute('class') == 'play-error', msg.inner_text()
     assert page.locator('#play-model').inner_text() == before  # the model in use stays
     assert not page.errors
+
+@pytest.fixture(scope='module')
+def modern30(tmp_path_factory):
+    "`bert-nb train --arch modernbert --steps 30`: its model directory."
+    out = tmp_path_factory.mktemp('modern30') / 'run'
+    subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'train', '--arch', 'modernbert', '--steps', '30', '--out',
+                    str(out), '--quiet'], check=True, capture_output=True)
+    return out / 'model'
+
+def open_dir(page, d: Path):
+    page.evaluate("document.getElementById('play-msg').textContent = ''")
+    page.set_input_files('#play-files', [str(d / f) for f in ('config.json', 'vocab.txt', 'model.safetensors')])
+    page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
+    assert 'Your model is open' in page.locator('#play-msg').inner_text(), page.locator('#play-msg').inner_text()
+
+def test_a_modernbert_run_opened_through_the_file_picker_fills_as_bert_nb_fill(page, modern30):
+    """Its logits are our ModernBertForMLM's in float64 on the same float32 weights (one formula: float64's bound), and
+    the top five under each blank are `fill`'s, which `bert-nb fill` prints, with the float32 model it loads."""
+    from bert_nb.modernbert_files import load_modernbert
+    open_dir(page, modern30)
+    assert 'a ModernBERT of 3 layers' in page.locator('#play-model').inner_text()
+    model, tok = load_modernbert(modern30), WordPieceTokenizer.from_vocab(modern30)
+    wide = copy.deepcopy(model).double()
+    for ids in [tok.encode(v.text)[:32] for v in kjv_verses()[-5:]]:
+        js = logits(page, ids)
+        with torch.no_grad(): ours = wide(torch.tensor([ids]))[0][0]
+        assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float64, ours.abs().max().item())
+    for text in ('And God said, Let there be [MASK]: and there was light.', 'In the [MASK] God created the [MASK].'):
+        got = page.evaluate('ids => BertNb.fillIds(BertNb.page.m, ids, 5)', tok.encode(text)[1:-1])
+        assert [[w for w, _ in blank] for blank in got] == [[w for w, _ in blank] for blank in fill(model, tok, text)]
+    shipped(page)
+
+def test_a_modernberts_local_layers_read_a_band_in_the_page(page, modern30, tmp_path):
+    """The run's model with a window of 4: each local layer's heads give 0 to keys more than 2 away, the global layer
+    reads every key; the logits are still ours in float64 (Python reads the same window), and its reach runs."""
+    from bert_nb.modernbert_files import load_modernbert
+    d = tmp_path / 'banded'
+    shutil.copytree(modern30, d)
+    (d / 'config.json').write_text(json.dumps(json.loads((d / 'config.json').read_text()) | {'local_attention': 4}))
+    open_dir(page, d)
+    tok, model = WordPieceTokenizer.from_vocab(d), load_modernbert(d).double()
+    ids = tok.encode(kjv_verses()[0].text)
+    n = len(ids)
+    att = page.evaluate('ids => BertNb.page.m.model.forward(ids, []).attention.map(l => l.map(a => Array.from(a)))', ids)
+    far = np.abs(np.arange(n)[:, None] - np.arange(n)) > 2
+    for l, heads in enumerate(att):
+        zeros = [(np.reshape(a, (n, n))[far] == 0).all() for a in heads]
+        assert all(zeros) if not model.config.is_global(l) else not any(zeros)
+    with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0]
+    js = logits(page, ids)
+    assert (js - ours).abs().max().item() <= encoder_tol(model.config, n, torch.float64, ours.abs().max().item())
+    page.select_option('#play-samples', '4'); page.click('#play-reach-run')
+    assert 'from 4 random directions' in page.locator('#play-reach-out').inner_text()
+    shipped(page)
 
 def test_exact_reach_runs_at_16_tokens_and_is_refused_at_17(page, kjv):
     "The page computes the exact reach of a text of 16 tokens ([CLS] and [SEP] counted) and refuses 17's, saying so."

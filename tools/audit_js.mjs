@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { WordPiece } from '../ports/js/wordpiece.mjs';
 import { BertMLM, readSafetensors } from '../ports/js/bert.mjs';
+import { ModernBertMLM } from '../ports/js/modernbert.mjs';
 import { PCG32 } from '../ports/js/mask.mjs';
 import { loadModel, fillIds, drawMask } from '../ports/js/play.mjs';
 
@@ -30,7 +31,42 @@ const header = (obj, data = new Uint8Array(0)) => {  // a safetensors file with 
 };
 const withConfig = (change) => () => new BertMLM({ ...config, ...change }, weights);
 const ids = m.tok.encode('In the beginning God [MASK] the heaven');
+// a tiny ModernBERT built here (every weight 0.1): its constructor and calls get BertMLM's kinds of bad input
+const MB = { model_type: 'modernbert', vocab_size: 10, hidden_size: 4, num_hidden_layers: 2, num_attention_heads: 1,
+             intermediate_size: 3, max_position_embeddings: 8, local_attention: 2 };
+const mbWeights = {};
+const put = (name, ...shape) => { mbWeights[name] = { shape, data: new Float32Array(shape.reduce((a, b) => a * b)).fill(0.1) }; };
+put('model.embeddings.tok_embeddings.weight', 10, 4); put('model.embeddings.norm.weight', 4);
+for (const l of [0, 1]) {
+  const p = `model.layers.${l}.`;
+  if (l) put(`${p}attn_norm.weight`, 4);
+  put(`${p}attn.Wqkv.weight`, 12, 4); put(`${p}attn.Wo.weight`, 4, 4); put(`${p}mlp_norm.weight`, 4);
+  put(`${p}mlp.Wi.weight`, 6, 4); put(`${p}mlp.Wo.weight`, 4, 3);
+}
+put('model.final_norm.weight', 4); put('head.dense.weight', 4, 4); put('head.norm.weight', 4); put('decoder.bias', 10);
+const mb = new ModernBertMLM(MB, mbWeights), withMB = (change) => () => new ModernBertMLM({ ...MB, ...change }, mbWeights);
 const bad = {
+  'ModernBertMLM of a config null': () => new ModernBertMLM(null, mbWeights),
+  'ModernBertMLM of weights null': () => new ModernBertMLM(MB, null),
+  'ModernBertMLM of model_type bert': withMB({ model_type: 'bert' }),
+  'ModernBertMLM of hidden_size 0': withMB({ hidden_size: 0 }),
+  'ModernBertMLM of an odd head size': withMB({ num_attention_heads: 4 }),
+  'ModernBertMLM of local_attention 3': withMB({ local_attention: 3 }),
+  'ModernBertMLM of norm_bias true': withMB({ norm_bias: true }),
+  'ModernBertMLM of gelu_pytorch_tanh': withMB({ hidden_activation: 'gelu_pytorch_tanh' }),
+  'ModernBertMLM of a scaled rope': withMB({ rope_parameters: { rope_type: 'linear', rope_theta: 10 } }),
+  'ModernBertMLM of layer 0 local': withMB({ layer_types: ['sliding_attention', 'full_attention'] }),
+  'ModernBertMLM of layer_types a string': withMB({ layer_types: 'full_attention' }),
+  'ModernBertMLM of rope_parameters a string': withMB({ rope_parameters: 'default' }),
+  'ModernBertMLM of rope_theta 0': withMB({ rope_parameters: { rope_theta: 0 } }),
+  'ModernBertMLM of global_attn_every_n_layers 0': withMB({ global_attn_every_n_layers: 0 }),
+  'ModernBertMLM of 3 layers for 2 saved': withMB({ num_hidden_layers: 3 }),
+  'ModernBertMLM of a decoder not its word table': () => new ModernBertMLM(MB, { ...mbWeights,
+    'decoder.weight': { shape: [10, 4], data: new Float32Array(40) } }),
+  'ModernBertMLM forward of an id past the vocabulary': () => mb.forward([2, 10]),
+  'ModernBertMLM forward of 9 ids for 8 positions': () => mb.forward(Array(9).fill(2)),
+  'ModernBertMLM forward at a position past the row': () => mb.forward([2, 3], [2]),
+  'ModernBertMLM reach of 0 samples': () => mb.reach([2, 3], 0),
   'readSafetensors of 0 bytes': () => readSafetensors(new ArrayBuffer(0)),
   'readSafetensors of a header longer than the file': () => readSafetensors(header({}).slice(0, 9)),
   'readSafetensors of a header null': () => readSafetensors(header(null)),
@@ -96,6 +132,7 @@ const good = {
   'drawMask p 0 and 1': () => { drawMask(m, 'a b c', 0, 0); drawMask(m, 'a b c', 0, 1); },
   'drawMask of a text longer than the rows': () => drawMask(m, 'the '.repeat(100), 5, 0.5),
   'PCG32 seed 2**64 - 1 as a string': () => new PCG32('18446744073709551615', 0),
+  'ModernBertMLM forward and reach of 8 ids': () => { mb.forward(Array(8).fill(2)); mb.reach(Array(8).fill(2)); },
 };
 const out = {};
 for (const [name, f] of Object.entries(bad)) out[name] = outcome(f, true);

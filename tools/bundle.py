@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 PORTS = Path(__file__).resolve().parents[1] / 'ports' / 'js'
-PLAY = ['skew', 'wordpiece', 'mask', 'bert', 'play']  # the page's modules, each after those it imports
+PLAY = ['skew', 'wordpiece', 'mask', 'bert', 'modernbert', 'play']  # the page's modules, each after those it imports
 
 def bundle(names: list[str] = PLAY) -> str:
     """ports/js's ES modules as one classic script: a page opened from file:// may not load a module. Each module keeps

@@ -857,6 +857,8 @@ FILES = ['tests/test_files.py', 'tests/test_faults6.py', 'tests/test_faults7.py'
 HEADS = ['tests/test_public.py', 'tests/test_finetune.py', 'tests/test_tagging.py', 'tests/test_faults7.py']
 SPEED = ['tests/test_encoder.py', 'tests/test_public.py', 'tests/test_unpad.py', 'tests/test_faults7.py']
 SNAPS = ['tests/test_snapshots.py']
+PORTMB = ['tests/test_port_modernbert.py']
+PAGEMB = ['tests/test_play.py', '-k', 'modernbert']
 MFILES = ['tests/test_modernbert.py', 'tests/test_faults6.py', 'tests/test_faults7.py']
 FAULTS += [
     Fault('l30', 'save_tokenizer: do_lower_case always true', 'bert.py', 'def save_tokenizer(',
@@ -1032,6 +1034,28 @@ FAULTS += [
           '    _evaluate(r)\n', SNAPS),
     Fault('l108', "an args.json's N past its steps resumed", 'command.py', 'def _read_args(',
           '    try: _snapshot_steps(a.snapshots, a.steps, a.minutes)\n', '    try: pass\n', SNAPS),
+    # ModernBERT in the page: ports/js/modernbert.mjs and the loader that picks it
+    Fault('l109', "the page's local layers reading the whole row", 'ports/js/modernbert.mjs', 'export class ModernBertMLM',
+          'reach = this.isGlobal(l) ? Infinity : this.c.w', 'reach = Infinity', PORTMB),
+    Fault('l110', "the page's band the whole window wide on each side", 'ports/js/modernbert.mjs',
+          'export class ModernBertMLM', 'w: config.local_attention / 2,', 'w: config.local_attention,', PORTMB),
+    Fault('l111', "the page's global and local RoPE bases swapped", 'ports/js/modernbert.mjs', 'export class ModernBertMLM',
+          'theta = this.isGlobal(l) ? this.c.tg : this.c.tl', 'theta = this.isGlobal(l) ? this.c.tl : this.c.tg', PORTMB),
+    Fault('l112', "the page's RoPE turning neighbours (2e, 2e + 1), not (e, e + dh/2)", 'ports/js/modernbert.mjs',
+          'export class ModernBertMLM', 'const i = t * d + a * dh + e, x1 = x[i], x2 = x[i + half];',
+          'const i = t * d + a * dh + 2 * e, x1 = x[i], x2 = x[i + 1];', PORTMB),
+    Fault('l113', "the page's GeGLU gating the wrong half", 'ports/js/modernbert.mjs', 'export class ModernBertMLM',
+          'gelu(u[2 * t * ff + e]) * u[(2 * t + 1) * ff + e]', 'u[2 * t * ff + e] * gelu(u[(2 * t + 1) * ff + e])', PORTMB),
+    Fault('l114', "the page's ModernBERT without its final norm", 'ports/js/modernbert.mjs', 'export class ModernBertMLM',
+          'const h = this.final(x, n).y,', 'const h = x,', PORTMB),
+    Fault('l115', "the page's reach without the final norm's tangent", 'ports/js/modernbert.mjs',
+          'export class ModernBertMLM', "        t = normJvp(t, fin, n, d, this.w['model.final_norm.weight']);\n", '', PORTMB),
+    Fault('l116', "the page's decoder without its bias", 'ports/js/modernbert.mjs', 'export class ModernBertMLM',
+          "w['decoder.bias'], V, d);", 'null, V, d);', PORTMB),
+    Fault('l117', "the page's ModernBERT untied from its word table, unsaid", 'ports/js/modernbert.mjs',
+          'export class ModernBertMLM', "    if (dec && !(", "    if (false && !(", PORTMB),
+    Fault('l118', "the page's loader reading every directory as a BERT", 'ports/js/play.mjs', 'export function loadModel(',
+          "config?.model_type === 'modernbert' ? ModernBertMLM : BertMLM", 'BertMLM', PAGEMB),
 
 ]
 

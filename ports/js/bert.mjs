@@ -59,10 +59,11 @@ export function erf(x) {  // float64-accurate: the series near 0, the continued 
   return Math.sign(x) * (1 - Math.exp(-ax * ax) / Math.sqrt(Math.PI) / (ax + f));
 }
 
-const gelu = (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
+export const gelu = (x) => 0.5 * x * (1 + erf(x / Math.SQRT2));
 
 // Activations are flat Float64Arrays, one row of the sequence after another; weights stay the file's Float32Arrays.
-function layerNorm(x, n, d, g, b, eps) {  // each of the n rows of x; also x̂ and 1/σ, which the tangents reuse
+// each of the n rows of x; also x̂ and 1/σ, which the tangents reuse
+export function layerNorm(x, n, d, g, b, eps) {
   const y = new Float64Array(n * d), xhat = new Float64Array(n * d), r = new Float64Array(n);
   for (let i = 0, o = 0; i < n; i++, o += d) {
     let mean = 0, v = 0;
@@ -75,8 +76,9 @@ function layerNorm(x, n, d, g, b, eps) {  // each of the n rows of x; also x̂ a
   return { y, xhat, r };
 }
 
-function linear(x, n, w, b, rows, cols) {  // n rows of x (each cols long) through w (rows × cols, as PyTorch stores a
-  const y = new Float64Array(n * rows);    // Linear): y = x Wᵀ + b
+// n rows of x (each cols long) through w (rows × cols, as PyTorch stores a Linear): y = x Wᵀ + b
+export function linear(x, n, w, b, rows, cols) {
+  const y = new Float64Array(n * rows);
   for (let i = 0; i < n; i++) {
     const xo = i * cols, yo = i * rows;
     for (let r = 0; r < rows; r++) {
@@ -88,7 +90,7 @@ function linear(x, n, w, b, rows, cols) {  // n rows of x (each cols long) throu
   return y;
 }
 
-const add = (a, b) => a.map((v, i) => v + b[i]);
+export const add = (a, b) => a.map((v, i) => v + b[i]);
 const EMB = 'bert.embeddings.', HEAD = 'cls.predictions.';
 
 function shapesOf(c) {  // every weight an MLM BERT of config c must have, with its shape
@@ -245,7 +247,8 @@ export class BertMLM {
   }
 }
 
-function normJvp(dz, { xhat, r }, n, d, g) {  // LayerNorm's tangent, row by row: g · r (dz - mean dz - x̂ mean(x̂ dz))
+// LayerNorm's tangent, row by row: g · r (dz - mean dz - x̂ mean(x̂ dz))
+export function normJvp(dz, { xhat, r }, n, d, g) {
   const dy = new Float64Array(n * d);
   for (let i = 0, o = 0; i < n; i++, o += d) {
     let m = 0, mx = 0;
@@ -256,9 +259,9 @@ function normJvp(dz, { xhat, r }, n, d, g) {  // LayerNorm's tangent, row by row
   return dy;
 }
 
-const dgelu = (x) => 0.5 * (1 + erf(x / Math.SQRT2)) + x * Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
+export const dgelu = (x) => 0.5 * (1 + erf(x / Math.SQRT2)) + x * Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
 
-function gaussian(seed) {  // standard normals from a seeded 32-bit generator (mulberry32) by Box–Muller
+export function gaussian(seed) {  // standard normals from a seeded 32-bit generator (mulberry32) by Box–Muller
   let s = seed >>> 0;
   const u = () => {
     s = (s + 0x6D2B79F5) >>> 0;

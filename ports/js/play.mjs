@@ -1,17 +1,20 @@
 // The page of the site where the chapter's BERT runs in the reader's browser: type a text, hide words (a click,
 // or mlm_mask's draws from a seed), read the top five for each [MASK] as `bert-nb fill` prints them, and see every
 // head's attention and 13's attention reach. The shipped model is built into the site; the reader's own save_bert
-// directory opens through the file picker. tools/site.py bundles this file with the ports it imports.
+// or save_modernbert directory opens through the file picker. tools/site.py bundles this file with the ports it
+// imports.
 import { WordPiece, SPECIALS } from './wordpiece.mjs';
 import { BertMLM, readSafetensors } from './bert.mjs';
+import { ModernBertMLM } from './modernbert.mjs';
 import { PCG32, mask } from './mask.mjs';
 
 export const SHARES = [0.8, 0.1, 0.1];  // mlm_mask's ACTIONS: [MASK], a random id, the token kept
 
 export function loadModel(files) {  // {config: text, vocab: text, safetensors: ArrayBuffer} → {model, tok}
-  let config;  // BertMLM says what is wrong with a config that is JSON but no config
+  let config;  // the model's class says what is wrong with a config that is JSON but no config
   try { config = JSON.parse(files.config); } catch { throw new Error('config.json is not JSON'); }
-  const model = new BertMLM(config, readSafetensors(files.safetensors)), tok = WordPiece.fromVocabText(files.vocab);
+  const Model = config?.model_type === 'modernbert' ? ModernBertMLM : BertMLM;  // as config.json names it
+  const model = new Model(config, readSafetensors(files.safetensors)), tok = WordPiece.fromVocabText(files.vocab);
   if (tok.tokens.length !== model.c.V)
     throw new Error(`vocab.txt has ${tok.tokens.length} tokens but the word table ${model.c.V} rows`);
   return { model, tok };
@@ -125,18 +128,19 @@ export class Page {
   use(m, name) {
     this.m = m; this.name = name; this.hidden.clear(); this.drawn = null; this.focus = null;
     const { L, H, d, V, T } = m.model.c;
-    $('play-model').textContent = `${name}: ${L} layers of width ${d}, ${H} heads, ${V.toLocaleString('en')} words, ` +
-      `rows of ${T}`;
+    const arch = m.model instanceof ModernBertMLM ? 'a ModernBERT of ' : '';
+    $('play-model').textContent = `${name}: ${arch}${L} layers of width ${d}, ${H} heads, ` +
+      `${V.toLocaleString('en')} words, rows of ${T}`;
     const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i + 1}</option>`);
     $('play-layer').innerHTML = options(L, 'layer').join('');
     $('play-head').innerHTML = options(H, 'head').join('');
   }
   say(text, error = false) { const m = $('play-msg'); m.textContent = text; m.className = error ? 'play-error' : ''; }
-  async open(list) {  // a save_bert directory's three files from the picker; on a refusal the model in use stays
+  async open(list) {  // a save_bert or save_modernbert directory's three files; on a refusal the model in use stays
     try {
       const by = Object.fromEntries([...list].map((f) => [f.name, f]));
       const need = ['config.json', 'vocab.txt', 'model.safetensors'], missing = need.filter((n) => !by[n]);
-      if (missing.length) throw new Error(`choose config.json, vocab.txt and model.safetensors of one save_bert ` +
+      if (missing.length) throw new Error(`choose config.json, vocab.txt and model.safetensors of one model ` +
                                           `directory (missing: ${missing.join(', ')})`);
       const m = loadModel({ config: await by['config.json'].text(), vocab: await by['vocab.txt'].text(),
                             safetensors: await by['model.safetensors'].arrayBuffer() });
