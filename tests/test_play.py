@@ -303,6 +303,62 @@ def test_a_modernberts_local_layers_read_a_band_in_the_page(page, modern30, tmp_
     assert 'from 4 random directions' in page.locator('#play-reach-out').inner_text()
     shipped(page)
 
+@pytest.fixture(scope='module')
+def snap30(tmp_path_factory):
+    "`bert-nb train --steps 30 --snapshots 4`: the run directory."
+    out = tmp_path_factory.mktemp('snap30') / 'run'
+    subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'train', '--steps', '30', '--snapshots', '4', '--out',
+                    str(out), '--quiet'], check=True, capture_output=True)
+    return out
+
+def slide(page, i: int):
+    page.evaluate("i => { const s = document.getElementById('play-snap'); s.value = i; s.dispatchEvent(new Event('input')); }", i)
+
+def test_a_runs_snapshots_run_on_a_slider(page, snap30):
+    """Opened through the directory picker: one position a snapshot; at each, the page runs that snapshot (its logits
+    within the float32 bound of the directory's own, its top five fill's), under the same text and hidden word, and the
+    curve draws metrics.json's held-out losses with that snapshot ringed."""
+    m = json.loads((snap30 / 'metrics.json').read_text())
+    page.evaluate("document.getElementById('play-msg').textContent = ''")
+    page.set_input_files('#play-run', str(snap30))
+    page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
+    assert 'Your run is open: 4 snapshots' in page.locator('#play-msg').inner_text(), page.locator('#play-msg').inner_text()
+    assert page.get_attribute('#play-snap', 'max') == '3' and page.locator('#play-snaps').is_visible()
+    text = 'And God said, Let there be light: and there was light.'
+    page.fill('#play-text', text)
+    page.locator('.play-piece').nth(5).click()  # 'let', hidden under every snapshot in turn
+    tok = WordPieceTokenizer.from_vocab(snap30 / 'model')
+    ids = tok.encode(text)
+    for i, s in enumerate(m['snapshots']):
+        slide(page, i)
+        assert page.locator('#play-snap-out').inner_text().startswith(f"step {s['step']}: held-out loss {s['loss']:.3f}")
+        assert page.locator('.play-hidden').count() == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            model = load_bert(snap30 / s['dir']).eval()
+        js = logits(page, ids)
+        with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0].double()
+        assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())
+        shown = [a.split(' ')[0] for a in page.locator('#play-fill .play-answer').all_inner_texts()]
+        assert shown == [w for w, _ in fill(model, tok, 'And God said, [MASK] there be light: and there was light.')[0]]
+        drawn = page.evaluate('BertNb.page.curveDrawn')
+        assert drawn['curve'] == [[e['step'], e['loss']] for e in m['eval']] and drawn['at'] == [s['step'], s['loss']]
+    shipped(page)
+    assert page.locator('#play-snaps').is_hidden()  # another model: no slider
+
+@pytest.mark.parametrize('kind, says', [('no snapshots', 'lists no snapshots'), ('one gone', 'the files chosen lack')])
+def test_a_run_directory_without_its_snapshots_gets_one_message(page, run30, snap30, tmp_path, kind, says):
+    if kind == 'no snapshots': d = run30.parent
+    else:
+        d = tmp_path / 'run'
+        shutil.copytree(snap30, d)
+        shutil.rmtree(d / 'snapshots' / 'step-000002')
+    before = page.locator('#play-model').inner_text()
+    page.evaluate("document.getElementById('play-msg').textContent = ''")
+    page.set_input_files('#play-run', str(d))
+    page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
+    assert says in page.locator('#play-msg').inner_text() and page.locator('#play-model').inner_text() == before
+
 def test_exact_reach_runs_at_16_tokens_and_is_refused_at_17(page, kjv):
     "The page computes the exact reach of a text of 16 tokens ([CLS] and [SEP] counted) and refuses 17's, saying so."
     tok = kjv[1]

@@ -112,3 +112,36 @@ def test_a_resumed_run_takes_no_other_n(corpus, tmp_path):
     args = json.loads((out / 'args.json').read_text()) | {'snapshots': 50}  # an args.json changed by hand
     (out / 'args.json').write_text(json.dumps(args))
     refused(cli('train', '--resume', out), 'args.json: --snapshots must be in [2, 11]')
+
+# ------------------------------------------------------------------------- the page's loader of a run's snapshots
+
+node = pytest.mark.skipif(__import__('shutil').which('node') is None, reason='node is not installed')
+
+def page_snapshots(run: Path, metrics: dict, change=None) -> dict:
+    "ports/js/play.mjs's loadSnapshots in node on the run's files (metrics as given): each snapshot's step and loss."
+    import subprocess
+    play = (Path(__file__).parents[1] / 'ports' / 'js' / 'play.mjs').as_uri()
+    dirs = {s['dir']: {k: str(run / s['dir'] / f) for k, f in (('config', 'config.json'), ('vocab', 'vocab.txt'),
+                                                                  ('safetensors', 'model.safetensors'))}
+            for s in metrics['snapshots']}
+    code = f"""import {{ loadSnapshots }} from '{play}';
+import {{ readFileSync }} from 'node:fs';
+const dirs = {json.dumps(dirs)}, change = {json.dumps(change)};
+for (const [d, f] of Object.entries(dirs)) dirs[d] = {{ config: readFileSync(f.config, 'utf8'),
+  vocab: readFileSync(f.vocab, 'utf8').replace(change === d ? '\\nthe\\n' : null, '\\nzyzzyva\\n'), safetensors: readFileSync(f.safetensors) }};
+try {{ const r = loadSnapshots({json.dumps(json.dumps(metrics))}, dirs);
+  process.stdout.write(JSON.stringify(r.snaps.map((s) => [s.step, s.loss, s.m.tok.tokens.length]))); }}
+catch (e) {{ process.stdout.write(JSON.stringify({{ error: e.message }})); }}"""
+    r = subprocess.run(['node', '--input-type=module', '-e', code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+@node
+def test_the_page_orders_a_runs_snapshots_by_step_and_refuses_two_vocabularies(runs):
+    run, _ = runs
+    m = json.loads((run / 'metrics.json').read_text())
+    backwards = m | {'snapshots': m['snapshots'][::-1]}  # the order metrics.json lists them in is not the steps'
+    got = page_snapshots(run, backwards)
+    assert [s for s, _, _ in got] == [0, 2, 9, 30] and [l for _, l, _ in got] == [s['loss'] for s in m['snapshots']]
+    odd = page_snapshots(run, m, change='snapshots/step-000009')  # one vocab.txt with another token, of the same size
+    assert odd == {'error': 'the snapshots do not share one vocabulary'}

@@ -7,7 +7,7 @@ import { WordPiece } from '../ports/js/wordpiece.mjs';
 import { BertMLM, readSafetensors } from '../ports/js/bert.mjs';
 import { ModernBertMLM } from '../ports/js/modernbert.mjs';
 import { PCG32 } from '../ports/js/mask.mjs';
-import { loadModel, fillIds, drawMask } from '../ports/js/play.mjs';
+import { loadModel, loadSnapshots, fillIds, drawMask } from '../ports/js/play.mjs';
 
 const dir = process.argv[2];
 const files = { config: readFileSync(`${dir}/config.json`, 'utf8'), vocab: readFileSync(`${dir}/vocab.txt`, 'utf8'),
@@ -44,8 +44,23 @@ for (const l of [0, 1]) {
   put(`${p}mlp.Wi.weight`, 6, 4); put(`${p}mlp.Wo.weight`, 4, 3);
 }
 put('model.final_norm.weight', 4); put('head.dense.weight', 4, 4); put('head.norm.weight', 4); put('decoder.bias', 10);
+const metricsOf = (steps) => JSON.stringify({ eval: [{ step: 0, loss: 9 }], snapshots: steps.map((s) => (
+  { step: s, dir: `snapshots/step-${String(s).padStart(6, '0')}`, loss: 1, acc: 0.5 })) });
+const twoDirs = { 'snapshots/step-000000': files, 'snapshots/step-000005': files };  // the same model twice
 const mb = new ModernBertMLM(MB, mbWeights), withMB = (change) => () => new ModernBertMLM({ ...MB, ...change }, mbWeights);
 const bad = {
+  'loadSnapshots of metrics not JSON': () => loadSnapshots('{', {}),
+  'loadSnapshots of metrics null': () => loadSnapshots('null', {}),
+  'loadSnapshots of no snapshots': () => loadSnapshots(JSON.stringify({ eval: [] }), {}),
+  'loadSnapshots of one snapshot': () => loadSnapshots(metricsOf([0]), twoDirs),
+  'loadSnapshots of a snapshot without its loss': () => loadSnapshots(JSON.stringify({ snapshots: [
+    { step: 0, dir: 'snapshots/step-000000', acc: 0 }, { step: 5, dir: 'snapshots/step-000005', loss: 1, acc: 0 }] }), twoDirs),
+  'loadSnapshots of a directory not chosen': () => loadSnapshots(metricsOf([0, 7]), twoDirs),
+  'loadSnapshots of a directory without its vocab': () => loadSnapshots(metricsOf([0, 5]), { ...twoDirs,
+    'snapshots/step-000005': { config: files.config, safetensors: files.safetensors } }),
+  'loadSnapshots of two vocabularies': () => loadSnapshots(metricsOf([0, 5]), { ...twoDirs,
+    'snapshots/step-000005': { ...files, vocab: files.vocab.replace('\nthe\n', '\nthee\n') } }),
+  'loadSnapshots of dirs null': () => loadSnapshots(metricsOf([0, 5]), null),
   'ModernBertMLM of a config null': () => new ModernBertMLM(null, mbWeights),
   'ModernBertMLM of weights null': () => new ModernBertMLM(MB, null),
   'ModernBertMLM of model_type bert': withMB({ model_type: 'bert' }),
@@ -132,6 +147,7 @@ const good = {
   'drawMask p 0 and 1': () => { drawMask(m, 'a b c', 0, 0); drawMask(m, 'a b c', 0, 1); },
   'drawMask of a text longer than the rows': () => drawMask(m, 'the '.repeat(100), 5, 0.5),
   'PCG32 seed 2**64 - 1 as a string': () => new PCG32('18446744073709551615', 0),
+  'loadSnapshots of two': () => loadSnapshots(metricsOf([5, 0]), twoDirs),
   'ModernBertMLM forward and reach of 8 ids': () => { mb.forward(Array(8).fill(2)); mb.reach(Array(8).fill(2)); },
 };
 const out = {};

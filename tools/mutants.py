@@ -859,6 +859,7 @@ SPEED = ['tests/test_encoder.py', 'tests/test_public.py', 'tests/test_unpad.py',
 SNAPS = ['tests/test_snapshots.py']
 PORTMB = ['tests/test_port_modernbert.py']
 PAGEMB = ['tests/test_play.py', '-k', 'modernbert']
+PAGESNAP = ['tests/test_play.py', '-k', 'slider or snapshots']
 MFILES = ['tests/test_modernbert.py', 'tests/test_faults6.py', 'tests/test_faults7.py']
 FAULTS += [
     Fault('l30', 'save_tokenizer: do_lower_case always true', 'bert.py', 'def save_tokenizer(',
@@ -1056,6 +1057,19 @@ FAULTS += [
           'export class ModernBertMLM', "    if (dec && !(", "    if (false && !(", PORTMB),
     Fault('l118', "the page's loader reading every directory as a BERT", 'ports/js/play.mjs', 'export function loadModel(',
           "config?.model_type === 'modernbert' ? ModernBertMLM : BertMLM", 'BertMLM', PAGEMB),
+    # a run's snapshots on the page's slider
+    Fault('l119', "the page's snapshots in metrics.json's order, not their steps'", 'ports/js/play.mjs',
+          'export function loadSnapshots(', '}).sort((a, b) => a.step - b.step);', '});', SNAPS),
+    Fault('l120', "the page's snapshots of two vocabularies taken", 'ports/js/play.mjs', 'export function loadSnapshots(',
+          "if (snaps.some((s) => s.m.tok.tokens.join('\\n') !== vocab))", 'if (false)', SNAPS),
+    Fault('l121', "the slider running the first snapshot wherever it stands", 'ports/js/play.mjs', 'export class Page',
+          'const s = this.run.snaps[i];', 'const s = this.run.snaps[0];', PAGESNAP),
+    Fault('l122', "the curve's ring on the last snapshot wherever the slider stands", 'ports/js/play.mjs',
+          'function lossCurve(', 'return { curve, dots, at: dots[i] };', 'return { curve, dots, at: dots.at(-1) };',
+          PAGESNAP),
+    Fault('l123', "the slider clearing the hidden words", 'ports/js/play.mjs', 'export class Page',
+          "    if (!keep) { this.hidden.clear(); this.drawn = null;", "    this.hidden.clear(); if (!keep) { this.drawn = null;",
+          PAGESNAP),
 
 ]
 

@@ -20,6 +20,32 @@ export function loadModel(files) {  // {config: text, vocab: text, safetensors: 
   return { model, tok };
 }
 
+// A run's snapshots (`bert-nb train --snapshots N`): the steps metrics.json lists, each step's directory loaded as
+// loadModel loads one, in the order of their steps, all of one vocabulary (a slider swaps them under one text); and
+// the run's held-out loss at its evaluations, [step, loss], for the curve beside the slider.
+export function loadSnapshots(metricsText, dirs) {  // dirs: {'snapshots/step-000020': {config, vocab, safetensors}}
+  let metrics;
+  try { metrics = JSON.parse(metricsText); } catch { throw new Error('metrics.json is not JSON'); }
+  if (dirs === null || typeof dirs !== 'object') throw new TypeError('dirs must map each snapshot directory to its files');
+  const list = metrics?.snapshots;
+  if (!Array.isArray(list) || list.length < 2)
+    throw new Error('metrics.json lists no snapshots: train the run with --snapshots N');
+  const snaps = list.map((s) => {
+    if (!Number.isInteger(s?.step) || typeof s.dir !== 'string' || typeof s.loss !== 'number' || typeof s.acc !== 'number')
+      throw new Error('metrics.json: a snapshot without its step, dir, loss and acc');
+    const files = Object.hasOwn(dirs, s.dir) ? dirs[s.dir] : {};
+    const missing = ['config', 'vocab', 'safetensors'].filter((k) => files[k] === undefined);
+    if (missing.length) throw new Error(`${s.dir}: the files chosen lack its ${missing.join(', ')}`);
+    try { return { step: s.step, loss: s.loss, acc: s.acc, m: loadModel(files) }; }
+    catch (e) { throw new Error(`${s.dir}: ${e.message}`); }
+  }).sort((a, b) => a.step - b.step);
+  const vocab = snaps[0].m.tok.tokens.join('\n');
+  if (snaps.some((s) => s.m.tok.tokens.join('\n') !== vocab)) throw new Error('the snapshots do not share one vocabulary');
+  const curve = (Array.isArray(metrics.eval) ? metrics.eval : [])
+    .filter((e) => Number.isInteger(e?.step) && Number.isFinite(e.loss)).map((e) => [e.step, e.loss]);
+  return { snaps, curve };
+}
+
 export const loadShipped = (shipped) =>  // the model built into the site: its safetensors bytes are base64
   loadModel({ config: shipped.config, vocab: shipped.vocab,
               safetensors: Uint8Array.from(atob(shipped.safetensors), (c) => c.charCodeAt(0)).buffer });
@@ -110,6 +136,31 @@ function lines(canvas, P, n, labels, only = null) {
   }
 }
 
+// The held-out loss over the steps, log(1 + step) across (the snapshots' spacing), the snapshots as dots and the one in
+// use ringed. Returns what it draws: {curve: [[step, loss]], dots: [[step, loss]], at: [step, loss]}.
+function lossCurve(canvas, curve, snaps, i) {
+  const css = Math.min(canvas.parentElement.clientWidth, 560), h = 150, pad = 34;
+  const dpr = window.devicePixelRatio || 1, cx = canvas.getContext('2d');
+  canvas.style.width = `${css}px`; canvas.style.height = `${h}px`;
+  canvas.width = css * dpr; canvas.height = h * dpr;
+  cx.scale(dpr, dpr); cx.clearRect(0, 0, css, h);
+  const dots = snaps.map((s) => [s.step, s.loss]), all = [...curve, ...dots];
+  const xs = all.map(([s]) => Math.log1p(s)), ys = all.map(([, l]) => l);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs) || 1, Math.min(...ys), Math.max(...ys)];
+  const X = (s) => pad + (css - 2 * pad) * (Math.log1p(s) - x0) / (x1 - x0 || 1);
+  const Y = (l) => h - pad + (2 * pad - h) * (l - y0) / (y1 - y0 || 1);
+  cx.strokeStyle = '#3f51b5'; cx.lineWidth = 1.5; cx.beginPath();
+  curve.forEach(([s, l], k) => (k ? cx.lineTo(X(s), Y(l)) : cx.moveTo(X(s), Y(l)))); cx.stroke();
+  cx.fillStyle = '#3f51b5';
+  for (const [s, l] of dots) { cx.beginPath(); cx.arc(X(s), Y(l), 3, 0, 2 * Math.PI); cx.fill(); }
+  cx.strokeStyle = '#e91e63'; cx.lineWidth = 2; cx.beginPath(); cx.arc(X(dots[i][0]), Y(dots[i][1]), 7, 0, 2 * Math.PI);
+  cx.stroke();
+  cx.fillStyle = '#333'; cx.font = '11px sans-serif'; cx.textAlign = 'left';
+  cx.fillText(`held-out loss ${y1.toFixed(2)}`, 2, pad - 8); cx.fillText(y0.toFixed(2), 2, h - pad + 4);
+  cx.textAlign = 'center'; cx.fillText(`step (log scale), ${dots.at(-1)[0].toLocaleString('en')} at the right`, css / 2, h - 6);
+  return { curve, dots, at: dots[i] };
+}
+
 // The page: one state, drawn again whenever it changes.
 export class Page {
   constructor(shipped) {
@@ -122,11 +173,15 @@ export class Page {
       $(id).addEventListener('change', () => this.attention());
     $('play-reach-run').addEventListener('click', () => this.reach());
     $('play-files').addEventListener('change', (e) => this.open(e.target.files));
+    $('play-run').addEventListener('change', (e) => this.openRun(e.target.files));
+    $('play-snap').addEventListener('input', (e) => this.snap(Number(e.target.value)));
     $('play-attn').addEventListener('click', (e) => this.pick(e));
     this.update();
   }
-  use(m, name) {
-    this.m = m; this.name = name; this.hidden.clear(); this.drawn = null; this.focus = null;
+  use(m, name, keep = false) {  // keep: a snapshot of the same run, under the same text, hidden words and head
+    this.m = m; this.name = name;
+    if (!keep) { this.hidden.clear(); this.drawn = null; this.focus = null; this.run = null; $('play-snaps').hidden = true; }
+    const layer = $('play-layer').value, head = $('play-head').value;
     const { L, H, d, V, T } = m.model.c;
     const arch = m.model instanceof ModernBertMLM ? 'a ModernBERT of ' : '';
     $('play-model').textContent = `${name}: ${arch}${L} layers of width ${d}, ${H} heads, ` +
@@ -134,6 +189,7 @@ export class Page {
     const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i + 1}</option>`);
     $('play-layer').innerHTML = options(L, 'layer').join('');
     $('play-head').innerHTML = options(H, 'head').join('');
+    if (keep) { $('play-layer').value = layer; $('play-head').value = head; }
   }
   say(text, error = false) { const m = $('play-msg'); m.textContent = text; m.className = error ? 'play-error' : ''; }
   async open(list) {  // a save_bert or save_modernbert directory's three files; on a refusal the model in use stays
@@ -148,6 +204,33 @@ export class Page {
       $('play-text').dispatchEvent(new Event('input'));
       this.say('Your model is open: every answer below is its own.');
     } catch (e) { this.say(`Not opened: ${e.message}`, true); }
+  }
+  async openRun(list) {  // a run directory from the picker: its metrics.json and snapshots/step-*/ files
+    try {
+      const files = [...list], below = (f) => (f.webkitRelativePath || f.name).split('/').slice(1).join('/');
+      const metrics = files.find((f) => below(f) === 'metrics.json');
+      if (!metrics) throw new Error('choose a run directory: this one holds no metrics.json (a run not finished?)');
+      const dirs = {}, kinds = { 'config.json': 'config', 'vocab.txt': 'vocab', 'model.safetensors': 'safetensors' };
+      for (const f of files) {
+        const at = below(f).match(/^(snapshots\/step-\d+)\/(config\.json|vocab\.txt|model\.safetensors)$/);
+        if (at) (dirs[at[1]] ??= {})[kinds[at[2]]] = at[2] === 'model.safetensors' ? await f.arrayBuffer() : await f.text();
+      }
+      const run = loadSnapshots(await metrics.text(), dirs), name = (files[0].webkitRelativePath || 'your run').split('/')[0];
+      this.use(run.snaps.at(-1).m, name);
+      this.run = { ...run, name };
+      Object.assign($('play-snap'), { max: run.snaps.length - 1, value: run.snaps.length - 1 });
+      $('play-snaps').hidden = false;
+      this.snap(run.snaps.length - 1);
+      this.say(`Your run is open: ${run.snaps.length} snapshots, from step 0 to ${run.snaps.at(-1).step}.`);
+    } catch (e) { this.say(`Not opened: ${e.message}`, true); }
+  }
+  snap(i) {  // the run's snapshot i runs the page, under the same text
+    const s = this.run.snaps[i];
+    this.use(s.m, `${this.run.name}, step ${s.step}`, true);
+    $('play-snap-out').textContent = `step ${s.step.toLocaleString('en')}: held-out loss ${s.loss.toFixed(3)}, ` +
+      `masked-token accuracy ${(100 * s.acc).toFixed(1)}%`;
+    this.curveDrawn = lossCurve($('play-curve'), this.run.curve, this.run.snaps, i);
+    this.update();
   }
   base() { return cut(this.m.tok.encode($('play-text').value), this.m.model.c.T); }  // the typed text's row
   row() {  // the ids the model reads: the text's, with the clicked positions hidden, or the drawn row
