@@ -737,20 +737,20 @@ FAULTS += [
 PORTS = ['tests/test_port_bert.py', 'tests/test_port_wordpiece.py']
 PAGE = ['tests/test_play.py']
 FAULTS += [
-    Fault('i01', "GPT-2's tanh GELU in the page's encoder", 'ports/js/bert.mjs', 'const gelu = ',
+    Fault('i01', "GPT-2's tanh GELU in the page's encoder", 'ports/js/bert.mjs', 'export const gelu = ',
           '0.5 * x * (1 + erf(x / Math.SQRT2))',
           '0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))', PORTS),
     Fault('i02', 'attention scores not scaled by 1/sqrt(d_head)', 'ports/js/bert.mjs', 'export class BertMLM',
           'P[i * n + j] = z * scale; m = Math.max(m, z * scale);', 'P[i * n + j] = z; m = Math.max(m, z);', PORTS),
     Fault('i03', "the decoder's bias left out", 'ports/js/bert.mjs', 'export class BertMLM',
           "w[`${HEAD}bias`], V, d);", 'null, V, d);', PORTS),
-    Fault('i04', "LayerNorm's variance over d - 1", 'ports/js/bert.mjs', 'function layerNorm(',
+    Fault('i04', "LayerNorm's variance over d - 1", 'ports/js/bert.mjs', 'export function layerNorm(',
           'r[i] = 1 / Math.sqrt(v / d + eps);', 'r[i] = 1 / Math.sqrt(v / (d - 1) + eps);', PORTS),
     Fault('i05', 'token types never added', 'ports/js/bert.mjs', 'export class BertMLM',
           '+ pos[t * d + j] + type[j];', '+ pos[t * d + j];', PORTS),
     Fault('i06', "the reach's softmax derivative without its mean", 'ports/js/bert.mjs', 'export class BertMLM',
           'dp = pr * (ds[j] - mean);', 'dp = pr * ds[j];', PAGE),
-    Fault('i07', "GELU's derivative without x·φ(x)", 'ports/js/bert.mjs', 'const dgelu = ',
+    Fault('i07', "GELU's derivative without x·φ(x)", 'ports/js/bert.mjs', 'export const dgelu = ',
           ' + x * Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);', ';', PAGE),
     Fault('i08', 'a header of null read as no tensors', 'ports/js/bert.mjs', 'export function readSafetensors(',
           "if (header === null || typeof header !== 'object' || Array.isArray(header))", 'if (false)', PORTS),
