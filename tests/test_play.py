@@ -264,17 +264,21 @@ def open_dir(page, d: Path):
     assert 'Your model is open' in page.locator('#play-msg').inner_text(), page.locator('#play-msg').inner_text()
 
 def test_a_modernbert_run_opened_through_the_file_picker_fills_as_bert_nb_fill(page, modern30):
-    """Its logits are our ModernBertForMLM's in float64 on the same float32 weights (one formula: float64's bound), and
-    the top five under each blank are `fill`'s, which `bert-nb fill` prints, with the float32 model it loads."""
+    """Its logits are our ModernBertForMLM's in float64 on the same float32 weights (one formula: float64's bound) and
+    transformers' ModernBertForMaskedLM's in float32 within float32's, and the top five under each blank are `fill`'s,
+    which `bert-nb fill` prints, with the float32 model it loads."""
     from bert_nb.modernbert_files import load_modernbert
     open_dir(page, modern30)
     assert 'a ModernBERT of 3 layers' in page.locator('#play-model').inner_text()
+    from transformers import ModernBertForMaskedLM
     model, tok = load_modernbert(modern30), WordPieceTokenizer.from_vocab(modern30)
-    wide = copy.deepcopy(model).double()
+    wide, hf = copy.deepcopy(model).double(), ModernBertForMaskedLM.from_pretrained(str(modern30)).eval()
     for ids in [tok.encode(v.text)[:32] for v in kjv_verses()[-5:]]:
         js = logits(page, ids)
-        with torch.no_grad(): ours = wide(torch.tensor([ids]))[0][0]
+        with torch.no_grad(): ours, theirs = wide(torch.tensor([ids]))[0][0], hf(torch.tensor([ids])).logits[0].double()
         assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float64, ours.abs().max().item())
+        # transformers in float32 (its RoPE tables too): float32's bound, the page being exact beside it
+        assert (js - theirs).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())
     for text in ('And God said, Let there be [MASK]: and there was light.', 'In the [MASK] God created the [MASK].'):
         got = page.evaluate('ids => BertNb.fillIds(BertNb.page.m, ids, 5)', tok.encode(text)[1:-1])
         assert [[w for w, _ in blank] for blank in got] == [[w for w, _ in blank] for blank in fill(model, tok, text)]
