@@ -91,6 +91,53 @@ export function linear(x, n, w, b, rows, cols) {
 }
 
 export const add = (a, b) => a.map((v, i) => v + b[i]);
+
+// Softmax attention of n rows in H heads: {ctx: the weighted values, probs: each head's n × n probabilities, row i
+// reading column j}. A key more than `reach` positions from its query gets 0 (ModernBERT's local layers).
+export function attend(q, k, v, n, d, H, reach = Infinity) {
+  const dh = d / H, scale = 1 / Math.sqrt(dh), ctx = new Float64Array(n * d), probs = [];
+  for (let a = 0; a < H; a++) {
+    const P = new Float64Array(n * n);
+    for (let i = 0; i < n; i++) {
+      let m = -Infinity, sum = 0;
+      for (let j = 0; j < n; j++) {
+        if (Math.abs(i - j) > reach) { P[i * n + j] = -Infinity; continue; }
+        let z = 0;
+        for (let e = a * dh; e < (a + 1) * dh; e++) z += q[i * d + e] * k[j * d + e];
+        P[i * n + j] = z * scale; m = Math.max(m, z * scale);
+      }
+      for (let j = 0; j < n; j++) sum += (P[i * n + j] = Math.exp(P[i * n + j] - m));
+      for (let j = 0; j < n; j++) {
+        const pr = (P[i * n + j] /= sum);
+        for (let e = a * dh; e < (a + 1) * dh; e++) ctx[i * d + e] += pr * v[j * d + e];
+      }
+    }
+    probs.push(P);
+  }
+  return { ctx, probs };
+}
+
+// attend's tangent: d ctx for tangents dq, dk, dv of its inputs, from s = {q, k, v, probs} of the forward (softmax:
+// dP_ij = P_ij (ds_ij - Σ_j' P_ij' ds_ij'); a key outside the band has P = 0 and stays so)
+export function attendJvp(s, dq, dk, dv, n, d, H) {
+  const dh = d / H, scale = 1 / Math.sqrt(dh), dctx = new Float64Array(n * d), ds = new Float64Array(n);
+  for (let a = 0; a < H; a++) {
+    const P = s.probs[a];
+    for (let i = 0; i < n; i++) {
+      let mean = 0;
+      for (let j = 0; j < n; j++) {
+        let z = 0;
+        for (let e = a * dh; e < (a + 1) * dh; e++) z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
+        ds[j] = z * scale; mean += P[i * n + j] * ds[j];
+      }
+      for (let j = 0; j < n; j++) {
+        const pr = P[i * n + j], dp = pr * (ds[j] - mean);
+        for (let e = a * dh; e < (a + 1) * dh; e++) dctx[i * d + e] += dp * s.v[j * d + e] + pr * dv[j * d + e];
+      }
+    }
+  }
+  return dctx;
+}
 const EMB = 'bert.embeddings.', HEAD = 'cls.predictions.';
 
 function shapesOf(c) {  // every weight an MLM BERT of config c must have, with its shape
@@ -157,26 +204,9 @@ export class BertMLM {
     return this.norm(x, n, `${EMB}LayerNorm`).y;
   }
   layer(h, n, l) {  // one post-LN layer over the n rows of h: its output, each head's probabilities, what jvp reuses
-    const { d, H, ff } = this.c, dh = d / H, p = `bert.encoder.layer.${l}.`, scale = 1 / Math.sqrt(dh);
+    const { d, H, ff } = this.c, p = `bert.encoder.layer.${l}.`;
     const [q, k, v] = ['query', 'key', 'value'].map((m) => this.lin(h, n, `${p}attention.self.${m}`, d, d));
-    const ctx = new Float64Array(n * d), probs = [];
-    for (let a = 0; a < H; a++) {
-      const P = new Float64Array(n * n);  // padding-only mask: a typed row has no padding, so every key is read
-      for (let i = 0; i < n; i++) {
-        let m = -Infinity, sum = 0;
-        for (let j = 0; j < n; j++) {
-          let z = 0;
-          for (let e = a * dh; e < (a + 1) * dh; e++) z += q[i * d + e] * k[j * d + e];
-          P[i * n + j] = z * scale; m = Math.max(m, z * scale);
-        }
-        for (let j = 0; j < n; j++) sum += (P[i * n + j] = Math.exp(P[i * n + j] - m));
-        for (let j = 0; j < n; j++) {
-          const pr = (P[i * n + j] /= sum);
-          for (let e = a * dh; e < (a + 1) * dh; e++) ctx[i * d + e] += pr * v[j * d + e];
-        }
-      }
-      probs.push(P);
-    }
+    const { ctx, probs } = attend(q, k, v, n, d, H);  // padding-only mask: a typed row has no padding, all keys read
     const a1 = this.norm(add(this.lin(ctx, n, `${p}attention.output.dense`, d, d), h), n,
                          `${p}attention.output.LayerNorm`);
     const pre = this.lin(a1.y, n, `${p}intermediate.dense`, ff, d);
@@ -200,26 +230,10 @@ export class BertMLM {
     return { logits: at.map((_, r) => logits.subarray(r * V, (r + 1) * V)), attention };
   }
   layerJvp(s, dh, n, l) {  // the tangent of layer l's output for a tangent dh of its input; s is layer(h, n, l)
-    const { d, H, ff } = this.c, dhd = d / H, p = `bert.encoder.layer.${l}.`, scale = 1 / Math.sqrt(dhd), w = this.w;
+    const { d, H, ff } = this.c, p = `bert.encoder.layer.${l}.`, w = this.w;
     const [dq, dk, dv] = ['query', 'key', 'value']
       .map((m) => linear(dh, n, w[`${p}attention.self.${m}.weight`], null, d, d));
-    const dctx = new Float64Array(n * d), ds = new Float64Array(n);
-    for (let a = 0; a < H; a++) {
-      const P = s.probs[a];
-      for (let i = 0; i < n; i++) {
-        let mean = 0;  // softmax: dP_ij = P_ij (ds_ij - Σ_j' P_ij' ds_ij')
-        for (let j = 0; j < n; j++) {
-          let z = 0;
-          for (let e = a * dhd; e < (a + 1) * dhd; e++)
-            z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
-          ds[j] = z * scale; mean += P[i * n + j] * ds[j];
-        }
-        for (let j = 0; j < n; j++) {
-          const pr = P[i * n + j], dp = pr * (ds[j] - mean);
-          for (let e = a * dhd; e < (a + 1) * dhd; e++) dctx[i * d + e] += dp * s.v[j * d + e] + pr * dv[j * d + e];
-        }
-      }
-    }
+    const dctx = attendJvp(s, dq, dk, dv, n, d, H);
     const dy1 = normJvp(add(linear(dctx, n, w[`${p}attention.output.dense.weight`], null, d, d), dh), s.a1, n, d,
                         w[`${p}attention.output.LayerNorm.weight`]);
     const dact = linear(dy1, n, w[`${p}intermediate.dense.weight`], null, ff, d).map((t, i) => t * dgelu(s.pre[i]));

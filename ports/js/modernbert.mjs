@@ -5,7 +5,7 @@
 // ModernBertForMaskedLM directory: config.json and model.safetensors, read by bert.mjs's reader.
 //   node ports/js/modernbert.mjs MODEL_DIR IDS.json [logits|attention|reach]
 import { readFileSync } from 'node:fs';
-import { readSafetensors, gelu, dgelu, layerNorm, linear, add, normJvp, gaussian } from './bert.mjs';
+import { readSafetensors, gelu, dgelu, layerNorm, linear, add, normJvp, gaussian, attend, attendJvp } from './bert.mjs';
 
 const MUSTS = { hidden_activation: 'gelu', norm_bias: false, attention_bias: false, mlp_bias: false,
                 decoder_bias: true, tie_word_embeddings: true };  // what bert_nb builds, as transformers names it
@@ -118,29 +118,11 @@ export class ModernBertMLM {
     return y;
   }
   layer(x, n, l) {  // one pre-LN layer: x + Wo·attention(norm x), then + GeGLU(norm x); the states jvp reuses
-    const { d, H, ff } = this.c, dh = d / H, p = `model.layers.${l}.`, scale = 1 / Math.sqrt(dh), w = this.w;
+    const { d, H, ff } = this.c, p = `model.layers.${l}.`, w = this.w;
     const n1 = l ? this.norm(x, n, `${p}attn_norm`) : null, h = n1 ? n1.y : x;
     const qkv = linear(h, n, w[`${p}attn.Wqkv.weight`], null, 3 * d, d);
     const [q, k, v] = split(qkv, n, d).map((y, i) => (i < 2 ? this.rotate(y, n, l) : y));
-    const ctx = new Float64Array(n * d), probs = [], reach = this.isGlobal(l) ? Infinity : this.c.w;
-    for (let a = 0; a < H; a++) {
-      const P = new Float64Array(n * n);  // a local layer: keys more than w away get probability 0
-      for (let i = 0; i < n; i++) {
-        let m = -Infinity, sum = 0;
-        for (let j = 0; j < n; j++) {
-          if (Math.abs(i - j) > reach) { P[i * n + j] = -Infinity; continue; }
-          let z = 0;
-          for (let e = a * dh; e < (a + 1) * dh; e++) z += q[i * d + e] * k[j * d + e];
-          P[i * n + j] = z * scale; m = Math.max(m, z * scale);
-        }
-        for (let j = 0; j < n; j++) sum += (P[i * n + j] = Math.exp(P[i * n + j] - m));
-        for (let j = 0; j < n; j++) {
-          const pr = (P[i * n + j] /= sum);
-          for (let e = a * dh; e < (a + 1) * dh; e++) ctx[i * d + e] += pr * v[j * d + e];
-        }
-      }
-      probs.push(P);
-    }
+    const { ctx, probs } = attend(q, k, v, n, d, H, this.isGlobal(l) ? Infinity : this.c.w);  // local: a band
     const x1 = add(x, linear(ctx, n, w[`${p}attn.Wo.weight`], null, d, d));
     const n2 = this.norm(x1, n, `${p}mlp_norm`), u = linear(n2.y, n, w[`${p}mlp.Wi.weight`], null, 2 * ff, d);
     const g = new Float64Array(n * ff);  // GeGLU: GELU of the first half times the second
@@ -165,27 +147,11 @@ export class ModernBertMLM {
     return { logits: at.map((_, k) => logits.subarray(k * V, (k + 1) * V)), attention };
   }
   layerJvp(s, dx, n, l) {  // the tangent of layer l's output for a tangent dx of its input; s is layer(x, n, l)
-    const { d, H, ff } = this.c, dh = d / H, p = `model.layers.${l}.`, scale = 1 / Math.sqrt(dh), w = this.w;
+    const { d, H, ff } = this.c, p = `model.layers.${l}.`, w = this.w;
     const dn = s.n1 ? normJvp(dx, s.n1, n, d, w[`${p}attn_norm.weight`]) : dx;
     const dqkv = linear(dn, n, w[`${p}attn.Wqkv.weight`], null, 3 * d, d);
     const [dq, dk, dv] = split(dqkv, n, d).map((y, i) => (i < 2 ? this.rotate(y, n, l) : y));  // a rotation is linear
-    const dctx = new Float64Array(n * d), ds = new Float64Array(n);
-    for (let a = 0; a < H; a++) {
-      const P = s.probs[a];
-      for (let i = 0; i < n; i++) {
-        let mean = 0;  // softmax: dP_ij = P_ij (ds_ij - Σ_j' P_ij' ds_ij'); keys out of the band have P = 0
-        for (let j = 0; j < n; j++) {
-          let z = 0;
-          for (let e = a * dh; e < (a + 1) * dh; e++)
-            z += dq[i * d + e] * s.k[j * d + e] + s.q[i * d + e] * dk[j * d + e];
-          ds[j] = z * scale; mean += P[i * n + j] * ds[j];
-        }
-        for (let j = 0; j < n; j++) {
-          const pr = P[i * n + j], dp = pr * (ds[j] - mean);
-          for (let e = a * dh; e < (a + 1) * dh; e++) dctx[i * d + e] += dp * s.v[j * d + e] + pr * dv[j * d + e];
-        }
-      }
-    }
+    const dctx = attendJvp(s, dq, dk, dv, n, d, H);
     const dx1 = add(dx, linear(dctx, n, w[`${p}attn.Wo.weight`], null, d, d));
     const du = linear(normJvp(dx1, s.n2, n, d, w[`${p}mlp_norm.weight`]), n, w[`${p}mlp.Wi.weight`], null, 2 * ff, d);
     const dg = new Float64Array(n * ff);
