@@ -240,25 +240,31 @@ export class BertMLM {
     return normJvp(add(linear(dact, n, w[`${p}output.dense.weight`], null, d, ff), dy1), s.a2, n, d,
                    w[`${p}output.LayerNorm.weight`]);
   }
-  reach(ids, samples = null) {  // 13's attention_reach: (n × n) |d output_i / d input-embedding_j|, Frobenius; exact
-    this.check(ids);            // (the d directions of each input), or from `samples` random ones (mean |J v|²)
-    const { d, L } = this.c, n = ids.length, states = [];
-    if (samples !== null && !(Number.isInteger(samples) && samples >= 1))
-      throw new Error(`samples must be a whole number >= 1 or null (exact), got ${samples}`);
-    let h = this.embed(ids);
-    for (let l = 0; l < L; l++) { states.push(this.layer(h, n, l)); h = states[l].h; }
-    const R = new Float64Array(n * n), K = samples ?? d, normal = gaussian(0);
-    for (let j = 0; j < n; j++) {
-      for (let k = 0; k < K; k++) {
-        let t = new Float64Array(n * d);
-        if (samples === null) t[j * d + k] = 1;
-        else for (let e = 0; e < d; e++) t[j * d + e] = normal();
-        for (let l = 0; l < L; l++) t = this.layerJvp(states[l], t, n, l);
-        for (let i = 0; i < n; i++) for (let e = 0; e < d; e++) R[i * n + j] += t[i * d + e] ** 2;
-      }
+  reach(ids, samples = null) { return reach(this, ids, samples); }
+}
+
+// 13's attention_reach for an encoder m (check, embed, layer, layerJvp): (n × n) |d output_i / d input-embedding_j|,
+// Frobenius; exact (the d directions of each input), or from `samples` random ones (mean |J v|²). after(h, n) gives
+// the tangent map of what follows the layers (a ModernBERT's final norm); BERT's output is its last layer's.
+export function reach(m, ids, samples = null, after = () => (t) => t) {
+  m.check(ids);
+  const { d, L } = m.c, n = ids.length, states = [];
+  if (samples !== null && !(Number.isInteger(samples) && samples >= 1))
+    throw new Error(`samples must be a whole number >= 1 or null (exact), got ${samples}`);
+  let h = m.embed(ids);
+  for (let l = 0; l < L; l++) { states.push(m.layer(h, n, l)); h = states[l].h; }
+  const out = after(h, n), R = new Float64Array(n * n), K = samples ?? d, normal = gaussian(0);
+  for (let j = 0; j < n; j++) {
+    for (let k = 0; k < K; k++) {
+      let t = new Float64Array(n * d);
+      if (samples === null) t[j * d + k] = 1;
+      else for (let e = 0; e < d; e++) t[j * d + e] = normal();
+      for (let l = 0; l < L; l++) t = m.layerJvp(states[l], t, n, l);
+      t = out(t);
+      for (let i = 0; i < n; i++) for (let e = 0; e < d; e++) R[i * n + j] += t[i * d + e] ** 2;
     }
-    return R.map((r) => Math.sqrt(r / (samples ?? 1)));
   }
+  return R.map((r) => Math.sqrt(r / (samples ?? 1)));
 }
 
 // LayerNorm's tangent, row by row: g · r (dz - mean dz - x̂ mean(x̂ dz))

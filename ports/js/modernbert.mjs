@@ -5,7 +5,7 @@
 // ModernBertForMaskedLM directory: config.json and model.safetensors, read by bert.mjs's reader.
 //   node ports/js/modernbert.mjs MODEL_DIR IDS.json [logits|attention|reach]
 import { readFileSync } from 'node:fs';
-import { readSafetensors, gelu, dgelu, layerNorm, linear, add, normJvp, gaussian, attend, attendJvp } from './bert.mjs';
+import { readSafetensors, gelu, dgelu, layerNorm, linear, add, normJvp, attend, attendJvp, reach } from './bert.mjs';
 
 const MUSTS = { hidden_activation: 'gelu', norm_bias: false, attention_bias: false, mlp_bias: false,
                 decoder_bias: true, tie_word_embeddings: true };  // what bert_nb builds, as transformers names it
@@ -161,25 +161,11 @@ export class ModernBertMLM {
     }
     return add(dx1, linear(dg, n, w[`${p}mlp.Wo.weight`], null, d, ff));
   }
-  reach(ids, samples = null) {  // as BertMLM's: |d output_i / d embedding_j| (the final norm's output, Frobenius)
-    this.check(ids);
-    const { d, L } = this.c, n = ids.length, states = [];
-    if (samples !== null && !(Number.isInteger(samples) && samples >= 1))
-      throw new Error(`samples must be a whole number >= 1 or null (exact), got ${samples}`);
-    let x = this.embed(ids);
-    for (let l = 0; l < L; l++) { states.push(this.layer(x, n, l)); x = states[l].h; }
-    const fin = this.final(x, n), R = new Float64Array(n * n), K = samples ?? d, normal = gaussian(0);
-    for (let j = 0; j < n; j++) {
-      for (let k = 0; k < K; k++) {
-        let t = new Float64Array(n * d);
-        if (samples === null) t[j * d + k] = 1;
-        else for (let e = 0; e < d; e++) t[j * d + e] = normal();
-        for (let l = 0; l < L; l++) t = this.layerJvp(states[l], t, n, l);
-        t = normJvp(t, fin, n, d, this.w['model.final_norm.weight']);
-        for (let i = 0; i < n; i++) for (let e = 0; e < d; e++) R[i * n + j] += t[i * d + e] ** 2;
-      }
-    }
-    return R.map((r) => Math.sqrt(r / (samples ?? 1)));
+  reach(ids, samples = null) {  // as BertMLM's, to the final norm's output: its tangent after the layers'
+    return reach(this, ids, samples, (h, n) => {
+      const fin = this.final(h, n);
+      return (t) => normJvp(t, fin, n, this.c.d, this.w['model.final_norm.weight']);
+    });
   }
 }
 
