@@ -1071,7 +1071,10 @@ FAULTS += [
     Fault('l123', "the slider clearing the hidden words", 'ports/js/play.mjs', 'export class Page',
           "    if (!keep) { this.hidden.clear(); this.drawn = null;", "    this.hidden.clear(); if (!keep) { this.drawn = null;",
           PAGESNAP),
-
+    Fault('l124', "the page's four-row product reading the third row for the fourth", 'ports/js/bert.mjs',
+          'export function linear(', 's3 += v * x[x3 + c];', 's3 += v * x[x2 + c];', PORTS),
+    Fault('l125', "the page's product leaving a remainder row of its four at 0", 'ports/js/bert.mjs',
+          'export function linear(', '  for (; i < n; i++) {', '  for (; i < n - 1; i++) {', PORTS),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:

@@ -76,10 +76,24 @@ export function layerNorm(x, n, d, g, b, eps) {
   return { y, xhat, r };
 }
 
-// n rows of x (each cols long) through w (rows × cols, as PyTorch stores a Linear): y = x Wᵀ + b
+// n rows of x (each cols long) through w (rows × cols, as PyTorch stores a Linear): y = x Wᵀ + b. Four rows of x
+// at a time, so that each weight is read once for four sums (twice as fast in V8); each sum adds its terms in the
+// one-row loop's order, so the result is the same to the bit.
 export function linear(x, n, w, b, rows, cols) {
   const y = new Float64Array(n * rows);
-  for (let i = 0; i < n; i++) {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const x0 = i * cols, x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols, y0 = i * rows;
+    for (let r = 0; r < rows; r++) {
+      let s0 = b ? b[r] : 0, s1 = s0, s2 = s0, s3 = s0;
+      for (let c = 0, o = r * cols; c < cols; c++, o++) {
+        const v = w[o];
+        s0 += v * x[x0 + c]; s1 += v * x[x1 + c]; s2 += v * x[x2 + c]; s3 += v * x[x3 + c];
+      }
+      y[y0 + r] = s0; y[y0 + rows + r] = s1; y[y0 + 2 * rows + r] = s2; y[y0 + 3 * rows + r] = s3;
+    }
+  }
+  for (; i < n; i++) {
     const xo = i * cols, yo = i * rows;
     for (let r = 0; r < rows; r++) {
       let s = b ? b[r] : 0;
