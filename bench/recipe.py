@@ -30,6 +30,7 @@ SAVED = Path(__file__).with_name('recipe.json')
 # Each candidate changes the defaults before #35 by these fields; the names are the table's rows. Runs are float32
 # unless a candidate says bf16 (a --steps run's default).
 BEFORE = dict(mask_p=0.15, batch_size=128, lr=2e-3, warmup=0.05, freq_bias=False, layers=2)
+WIDE = dict(mask_p=0.4, batch_size=64, layers=4, d_model=256, heads=4, d_ff=1024, freq_bias=True, bf16=True)
 CANDIDATES = {
     'before': {},
     'mask30': dict(mask_p=0.3),
@@ -52,6 +53,13 @@ CANDIDATES = {
     'mask30-b64-bias': dict(mask_p=0.3, batch_size=64, freq_bias=True),
     'mask40-b128-l3-bias': dict(mask_p=0.4, batch_size=128, layers=3, freq_bias=True),
     'mask40-b32-l3-bias': dict(mask_p=0.4, batch_size=32, layers=3, freq_bias=True),
+    # The shipped model's search (bf16, as `make kjv` trains): width, context and learning rate at four layers
+    'l4-w256': dict(WIDE),
+    'l4-w256-len128': dict(WIDE, max_len=128, batch_size=16),
+    'l4-w256-lr1e-3': dict(WIDE, lr=1e-3),
+    'l4-w192-len128': dict(WIDE, d_model=192, heads=3, d_ff=768, max_len=128, batch_size=16),
+    'l4-w192': dict(WIDE, d_model=192, heads=3, d_ff=768),
+    'l4-w192-lr1e-3': dict(WIDE, d_model=192, heads=3, d_ff=768, lr=1e-3),
 }
 
 def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float | None = None) -> dict:
