@@ -86,7 +86,7 @@ pytest: .venv/.installed chromium
 # everything.
 FAST := test_rng test_masking test_golden test_encoder test_checkpoints test_wordpiece test_collator test_contracts \
         test_modernbert test_electra test_tagging test_finetune test_parts test_unpad test_oracles test_kjv \
-        test_faults test_faults6 test_public test_names test_layout test_prose test_port_modernbert
+        test_faults test_faults6 test_public test_names test_layout test_prose test_port_modernbert test_arch
 check: .venv/.installed sync
 	$(PY) -m pytest -q -n 2 $(FAST:%=tests/%.py)
 

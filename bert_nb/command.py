@@ -32,8 +32,9 @@ from .data import TokenRows, prepare_data, load_data
 from .files import read_json, read_whole, _write_file, write_utf8, _stem, _unwritable
 
 # %% auto #0
-__all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
-           'write_plots', 'UsageError', 'main']
+__all__ = ['FINISH', 'BEAT_S', 'MARGIN', 'ARCHS', 'LEARNED', 'weights_digest', 'MaskTally', 'Arch', 'register', 'find_arch',
+           'BertArch', 'ModernBertArch', 'frequency_baseline', 'train', 'plot_losses', 'write_plots', 'UsageError',
+           'main']
 
 # %% ../nbs/12_command.ipynb #c0ad0015
 _clock = time.perf_counter  # the budget's clock: tests give a run one that slows down or stalls
@@ -104,20 +105,14 @@ def _model(a: RunArgs, tok: WordPieceTokenizer, rows: TokenRows, resumed: Path |
     """The run's model: --init's weights and config (a head it lacks starts fresh), or a new one of --arch.
     Resumed (its weights to come from its checkpoint), an --init run is built from the config it kept: the
     --init directory may have been moved or changed since."""
+    arch = find_arch(a.arch)
     if a.init and resumed and (kept := resumed / 'init_config.json').is_file():
-        c = read_json(kept)
-        if a.arch == 'modernbert': return ModernBertForMLM(ModernBertConfig(**c), PCG32(a.seed, INIT))
-        return BertForMLM(BertConfig.from_dict(c), rng=PCG32(a.seed, INIT))
+        return arch.build(arch.from_dict(read_json(kept)), a)
     if a.init: return _init(a.init)  # a run from before init_config.json: its --init, as then
-    if a.arch == 'modernbert': model = ModernBertForMLM(_modern(a, len(tok), tok.pad_id), PCG32(a.seed, INIT))
-    else:
-        cfg = BertConfig(len(tok), max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                         d_ff=a.d_ff, dropout=a.dropout)
-        model = BertForMLM(cfg, rng=PCG32(a.seed, INIT))
-        if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
+    model = arch.build(arch.config(a, len(tok), tok.pad_id), a)
     if a.freq_bias:  # from every row, or 65,536 spread over a large corpus: counts, never all of it in memory
         idx = np.linspace(0, len(rows) - 1, min(len(rows), 65_536)).round().astype(np.int64)
-        frequency_bias(model if a.arch == 'modernbert' else model.head, rows.take(idx)[0], tok)
+        frequency_bias(arch.decoder(model), rows.take(idx)[0], tok)
     return model
 
 # %% ../nbs/12_command.ipynb #c1d2e31a
@@ -145,26 +140,125 @@ def _shard(data: dict, rank: int, world: int, batch_size: int) -> TokenRows:
     return rows
 
 # %% ../nbs/12_command.ipynb #3ec39cf2
-def _modern(a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
-    "--arch modernbert's config: BERT's sizes, a GeGLU 2/3 of --d-ff wide (the same parameters)."
-    return ModernBertConfig(vocab, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
-                            d_ff=max(1, 2 * a.d_ff // 3), max_len=a.max_len, dropout=a.dropout, pad_id=pad_id)
+class Arch:
+    """What a run and the command need of one family of models, as one object: found by `--arch` (its `name`)
+    or by a model directory's config.json (`model_type`), it builds, starts, reads, saves and loads that
+    family's MLM models. The run and the command ask it and never which family they hold: a new family is a
+    subclass and `register(Family())`."""
+    name: str = ''                # --arch's value, and the model_type of its config.json
+    refuses: dict[str, str] = {}  # options that mean nothing to it, each with why
+    def config(self, a: RunArgs, vocab: int, pad_id: int):  # its config from the run's sizes
+        raise NotImplementedError
+    def from_dict(self, c: dict): raise NotImplementedError  # a config saved as its to_dict()
+    def build(self, config, a: RunArgs) -> nn.Module:  # fresh weights, from PCG32(a.seed, INIT)
+        raise NotImplementedError
+    def decoder(self, model: nn.Module) -> nn.Module: raise NotImplementedError  # what frequency_bias starts
+    def owns(self, model: nn.Module) -> bool: raise NotImplementedError
+    def init(self, d: Path) -> nn.Module: raise NotImplementedError  # --init's model, in training mode
+    def d_ff(self, config) -> int: return config.d_ff  # the --d-ff that builds `config`'s width
+    def save(self, model: nn.Module, d: Path, tok: WordPieceTokenizer): raise NotImplementedError
+    def load(self, d: Path) -> tuple[nn.Module, WordPieceTokenizer]:  # fill's and eval's model
+        raise NotImplementedError
+    def reach(self, model: nn.Module, tok: WordPieceTokenizer, data: dict):  # its figure, if it has one
+        return None
+    def __repr__(self) -> str: return f"{type(self).__name__}({self.name!r})"
 
-def _is_modern(d: Path) -> bool:
-    "Does the model directory `d` hold a ModernBERT? Its config.json says so (transformers' model_type)."
+# %% ../nbs/12_command.ipynb #183810d5
+ARCHS: dict[str, Arch] = {}
+
+def register(arch: Arch) -> Arch:
+    "Make `arch` a family that `--arch` names and a model directory's config.json finds."
+    if not isinstance(arch, Arch): raise TypeError(f"arch must be an Arch, got {type(arch).__name__}")
+    if not isinstance(arch.name, str) or not re.fullmatch(r'[a-z][a-z0-9-]*', arch.name):
+        raise ValueError(f"arch.name must be lowercase letters, digits and '-', got {arch.name!r}")
+    if arch.name in ARCHS: raise ValueError(f"an arch named {arch.name!r} is registered already")
+    ARCHS[arch.name] = arch
+    return arch
+
+def find_arch(name: str) -> Arch:
+    "The family registered as `name` (RunArgs.arch, --arch)."
+    if name not in ARCHS: raise ValueError(f"arch must be one of {', '.join(sorted(ARCHS))}, got {name!r}")
+    return ARCHS[name]
+
+def _dir_arch(d: Path) -> Arch:
+    "The family of the model directory `d`, as its config.json names it (a file bert-nb wrote before: BERT)."
     meta = read_json(d / 'config.json')
-    return isinstance(meta, dict) and meta.get('model_type') == 'modernbert'
+    kind = meta.get('model_type') if isinstance(meta, dict) else None
+    return ARCHS[kind] if kind in ARCHS else ARCHS['bert']  # BERT's loader says what is wrong with the rest
 
-def _init(path: str) -> nn.Module:
-    "--init's model (training mode, one save): a BERT or a ModernBERT; an MLM head it lacks starts fresh."
-    def read(d: Path) -> nn.Module:
-        if not _is_modern(d): return init_model(d)
+def _model_arch(model: nn.Module) -> Arch:
+    "The family that built `model`."
+    if (arch := next((f for f in ARCHS.values() if f.owns(model)), None)) is None:
+        raise TypeError(f"model must be of a registered family, got a {type(model).__name__}")
+    return arch
+
+# %% ../nbs/12_command.ipynb #5545eb1b
+class BertArch(Arch):
+    "Chapter 02's BertForMLM, its position table started from sinusoids where the run says so."
+    name = 'bert'
+    def config(self, a: RunArgs, vocab: int, pad_id: int = 0) -> BertConfig:
+        return BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                          d_ff=a.d_ff, dropout=a.dropout)
+    def from_dict(self, c: dict) -> BertConfig: return BertConfig.from_dict(c)
+    def build(self, config: BertConfig, a: RunArgs) -> BertForMLM:
+        model = BertForMLM(config, rng=PCG32(a.seed, INIT))
+        if a.sin_pos: sinusoid_positions(model.encoder, a.sin_scale)
+        return model
+    def decoder(self, model: BertForMLM) -> nn.Module: return model.head
+    def owns(self, model: nn.Module) -> bool: return isinstance(model, BertForMLM)
+    def init(self, d: Path) -> BertForMLM: return init_model(d)
+    def save(self, model: BertForMLM, d: Path, tok: WordPieceTokenizer): save_bert(model, d, tok)
+    def load(self, d: Path) -> tuple[BertForMLM, WordPieceTokenizer]: return load_model(d)
+    def reach(self, model: BertForMLM, tok: WordPieceTokenizer, data: dict, n: int = 24):
+        "The attention-reach plot on the start of the first held-out row (n x n Jacobian blocks)."
+        row = data['held_rows'][0][:min(n, data['held_lens'][0])].copy()
+        row[-1] = tok.sep_id
+        model.eval()
+        ids = torch.from_numpy(row).to(next(model.parameters()).device)
+        tokens = [tok.id_to_token(int(i)) for i in row]
+        reach = [attention_reach(model.encoder, ids, causal=c, samples=8) for c in (False, True)]  # 8 samples
+        fig = plot_attention_reach(*reach, tokens)
+        fig.suptitle('the trained model', y=1.0)
+        return fig
+
+# %% ../nbs/12_command.ipynb #771710a1
+class ModernBertArch(Arch):
+    """Chapter 06's ModernBertForMLM at BERT's sizes: its GeGLU 2/3 of --d-ff wide (the same parameters), no
+    position table (so no --sin-pos), the decoder's bias on the model itself; its reach: 06, section 6."""
+    name = 'modernbert'
+    refuses = {f: "is BERT's: --arch modernbert has no position table" for f in ('--sin-pos', '--sin-scale')}
+    def config(self, a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
+        return ModernBertConfig(vocab, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
+                                d_ff=max(1, 2 * a.d_ff // 3), max_len=a.max_len, dropout=a.dropout,
+                                pad_id=pad_id)
+    def from_dict(self, c: dict) -> ModernBertConfig: return ModernBertConfig(**c)
+    def build(self, config: ModernBertConfig, a: RunArgs) -> ModernBertForMLM:
+        return ModernBertForMLM(config, PCG32(a.seed, INIT))
+    def decoder(self, model: ModernBertForMLM) -> nn.Module: return model
+    def owns(self, model: nn.Module) -> bool: return isinstance(model, ModernBertForMLM)
+    def init(self, d: Path) -> ModernBertForMLM:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')  # its load_report says what was dropped or initialised
             model = load_modernbert(d, ModernBertForMLM).train()
         _same_vocab(d, model)
         return model
-    return read_whole(find_model(path), read)
+    def d_ff(self, config: ModernBertConfig) -> int: return (3 * config.d_ff + 1) // 2  # config's 2/3 of it
+    def save(self, model: ModernBertForMLM, d: Path, tok: WordPieceTokenizer): save_modernbert(model, d, tok)
+    def load(self, d: Path) -> tuple[ModernBertForMLM, WordPieceTokenizer]:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # a head it lacks is refused below, as load_model refuses BERT's
+            model = load_modernbert(d, ModernBertForMLM)
+        if model.load_report.initialised:
+            raise ValueError(f"{d} holds a ModernBERT without its MLM head "
+                             f"({model.load_report.initialised[0]}, ...): fill and eval need one")
+        return model, _same_vocab(d, model)
+
+for _arch in (BertArch(), ModernBertArch()): register(_arch)
+
+# %% ../nbs/12_command.ipynb #13e0ec10
+def _init(path: str) -> nn.Module:
+    "--init's model (training mode, one save), of the family its config.json names; a head it lacks: fresh."
+    return read_whole(find_model(path), lambda d: _dir_arch(d).init(d))
 
 # %% ../nbs/12_command.ipynb #fc521a9f
 def _agreed_data(a: RunArgs, out: Path, resume: bool, rank: int, world: int, say) -> dict:
@@ -472,8 +566,7 @@ def _snapshot_steps(n: int | None, steps: int | None, minutes: float | None = No
     for k in range(n - 2, -1, -1): at[k] = min(at[k], at[k + 1] - 1)  # ... and the last is still `steps`
     return at
 
-def _save(r: _Run, dir: Path):
-    (save_modernbert if r.a.arch == 'modernbert' else save_bert)(r.model, dir, r.tok)
+def _save(r: _Run, dir: Path): find_arch(r.a.arch).save(r.model, dir, r.tok)
 
 def _snapshot(r: _Run):
     "Rank 0 saves the model at one of the snapshots' steps, with its held-out loss and accuracy."
@@ -543,8 +636,10 @@ def _short(r: _Run, used: float):
 # %% ../nbs/12_command.ipynb #b042a4f1
 def train(a: RunArgs, resume: bool = False, stop_at: int | None = None, progress: bool = True,
           timeout: float = 300) -> Path:
-    """Pretrain a BertForMLM as `a` says, writing to `a.out` (new or empty); `resume=True` continues the run
+    """Pretrain a model of `a.arch`'s family (a BertForMLM by default) as `a` says, writing to `a.out` (new or
+    empty); `resume=True` continues the run
     in `a.out` from its last checkpoint, or from the start if it stopped before its first."""
+    find_arch(a.arch)  # a family that is not registered: refused before the directory is claimed
     started = resume and (Path(a.out) / 'resume.pt').is_file()
     r = _Run(a, started, timeout, say=print if progress else lambda s: None, claim=not resume)
     _restore(r) if started else _start(r)
@@ -590,31 +685,18 @@ def plot_losses(metrics: dict):
     return fig
 
 # %% ../nbs/12_command.ipynb #48625428
-def write_plots(out: Path, metrics: dict, model: BertForMLM, tok: WordPieceTokenizer, data: dict,
+def write_plots(out: Path, metrics: dict, model: nn.Module, tok: WordPieceTokenizer, data: dict,
                 mask_stats: dict | None):
     "loss.png, mask_rates.png and attention_reach.png in `out`."
     import matplotlib.pyplot as plt
     for name, fig in [('loss', lambda: plot_losses(metrics)),
                       ('mask_rates', lambda: mask_stats and plot_mask_rates(mask_stats)),
-                      ('attention_reach', lambda: _reach(model, tok, data))]:
+                      ('attention_reach', lambda: _model_arch(model).reach(model, tok, data))]:
         f = fig()
         if f:
             _write_file(out / f'{name}.png', lambda h: f.savefig(h, format='png', dpi=110,
                                                                  bbox_inches='tight'))
             plt.close(f)
-
-def _reach(model, tok, data, n: int = 24):
-    "The attention-reach plot on the start of the first held-out row (n x n Jacobian blocks); BERT's only."
-    if not isinstance(model, BertForMLM): return None  # ModernBERT's reach: chapter 06, section 6
-    row = data['held_rows'][0][:min(n, data['held_lens'][0])].copy()
-    row[-1] = tok.sep_id
-    model.eval()
-    ids = torch.from_numpy(row).to(next(model.parameters()).device)
-    tokens = [tok.id_to_token(int(i)) for i in row]
-    reach = [attention_reach(model.encoder, ids, causal=c, samples=8) for c in (False, True)]  # 8 directions
-    fig = plot_attention_reach(*reach, tokens)
-    fig.suptitle('the trained model', y=1.0)
-    return fig
 
 # %% ../nbs/12_command.ipynb #dfadc345
 class UsageError(Exception): "A bad command line: one line on stderr, exit status 2."
@@ -660,7 +742,7 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
                    help='continue pretraining the model in DIR (bert-nb or transformers, BERT or '
                    'ModernBERT; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
-    t.add_argument('--arch', choices=('bert', 'modernbert'), default=d.arch, help='chapter 02 or 06')
+    t.add_argument('--arch', choices=sorted(ARCHS), default=d.arch, help='chapter 02 or 06')
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
     for size in ('--batch-size', '--d-model', '--layers', '--heads', '--d-ff'):  # each at least 1
         t.add_argument(size, type=_int(1), default=getattr(d, size[2:].replace('-', '_')))
@@ -801,20 +883,20 @@ def _take_init(ns):
     clash = sorted(ns.given & _MODEL)
     if clash: raise UsageError(f"--init takes the vocabulary and sizes of {ns.init}; drop {clash[0]}")
     model = _init(ns.init)  # a directory that is not a model: exit 2 here
-    c, arch = model.config, 'modernbert' if isinstance(model, ModernBertForMLM) else 'bert'
-    if '--arch' in ns.given and ns.arch != arch:
-        raise UsageError(f"--arch {ns.arch}: {ns.init} holds a {arch} model; drop --arch")
+    c, arch = model.config, _model_arch(model)
+    if '--arch' in ns.given and ns.arch != arch.name:
+        raise UsageError(f"--arch {ns.arch}: {ns.init} holds a {arch.name} model; drop --arch")
     if ns.max_len > c.max_len:
         raise UsageError(f"--max-len {ns.max_len} is more than the {c.max_len} positions of {ns.init}")
     ns.init = str(find_model(ns.init).resolve())
-    ns.arch, ns.vocab_size, ns.d_model, ns.layers, ns.heads = arch, c.vocab, c.d_model, c.n_layers, c.n_heads
-    ns.d_ff = (3 * c.d_ff + 1) // 2 if arch == 'modernbert' else c.d_ff  # _modern's GeGLU is 2/3 of --d-ff
+    ns.arch, ns.vocab_size, ns.d_model, ns.layers = arch.name, c.vocab, c.d_model, c.n_layers
+    ns.heads, ns.d_ff = c.n_heads, arch.d_ff(c)
     ns.dropout, ns.sin_pos = c.dropout, False
 
 def _take_arch(ns):
-    "--arch modernbert: a model without a position table, so none of the options that start one."
-    if ns.arch == 'modernbert' and (odd := sorted(ns.given & {'--sin-pos', '--sin-scale'})):
-        raise UsageError(f"{odd[0]} is BERT's: --arch modernbert has no position table")
+    "--arch's family: none of the options it refuses (ModernBERT's: those that start a position table)."
+    refuses = find_arch(ns.arch).refuses
+    if odd := sorted(ns.given & set(refuses)): raise UsageError(f"{odd[0]} {refuses[odd[0]]}")
 
 # %% ../nbs/12_command.ipynb #c1d2e323
 def _take_data(ns):
@@ -838,7 +920,7 @@ def _new_args(ns) -> tuple[RunArgs, int]:
     opts = {f.name: getattr(ns, f.name) for f in fields(RunArgs) if hasattr(ns, f.name)}  # as parsed
     a = RunArgs(**opts | dict(corpus=[str(Path(c).resolve()) for c in ns.corpus or []], minutes=minutes,
                               vocab=ns.vocab and str(Path(ns.vocab).resolve()),
-                              sin_pos=ns.sin_pos and ns.arch == 'bert'))
+                              sin_pos=ns.sin_pos and '--sin-pos' not in find_arch(ns.arch).refuses))
     for c in a.corpus:
         if not Path(c).exists(): raise UsageError(f"no corpus file or directory at {c}")
     if a.vocab and not Path(a.vocab).is_file(): raise UsageError(f"no vocab file at {a.vocab}")
@@ -897,9 +979,7 @@ def _train_cmd(ns) -> int:
     rank, world = _world(ns.timeout)  # under torchrun every process joins before its checks: see _agree
     try:
         a, vocab = _resume_args(ns) if ns.resume else _new_args(ns)
-        try: _modern(a, vocab) if a.arch == 'modernbert' else BertConfig(
-            vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers, d_ff=a.d_ff,
-            dropout=a.dropout)
+        try: find_arch(a.arch).config(a, vocab, 0)
         except (TypeError, ValueError) as e: raise UsageError(f"bad model settings: {e}") from None
         _check_size(a, vocab)
     except (UsageError, ValueError, TypeError, OSError) as e:
@@ -947,17 +1027,8 @@ def _run_data(path: Path, a: RunArgs) -> Path | None:
 
 # %% ../nbs/12_command.ipynb #658768fe
 def _load(path: str) -> tuple[nn.Module, WordPieceTokenizer]:
-    "eval's and fill's model and tokenizer, of one save: a BERT, or a ModernBERT if its config.json says so."
-    def read(d: Path):
-        if not _is_modern(d): return load_model(d)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')  # a head it lacks is refused below, as load_model refuses BERT's
-            model = load_modernbert(d, ModernBertForMLM)
-        if model.load_report.initialised:
-            raise ValueError(f"{d} holds a ModernBERT without its MLM head "
-                             f"({model.load_report.initialised[0]}, ...): fill and eval need one")
-        return model, _same_vocab(d, model)
-    return read_whole(find_model(path), read)
+    "eval's and fill's model and tokenizer, of one save, of the family its config.json names."
+    return read_whole(find_model(path), lambda d: _dir_arch(d).load(d))
 
 def _eval_cmd(ns) -> int:
     model, tok = _load(ns.model_dir)

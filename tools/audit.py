@@ -323,6 +323,22 @@ def cases(tmp: Path, minilm: Path) -> dict:
                       *tiny, bad=False)
         return cli('train', '--resume', runs / 'snap-stop', '--snapshots', 4) if stopped == 'correct' else stopped
     c['bert-nb --resume with another --snapshots'] = other_n
+    # the families of models: registering one, finding one by name, and a run of a family that is not registered
+    from bert_nb import command as C
+    class Tiny(C.BertArch): name = 'tiny'
+    for name, f in {'register a class, not an object': lambda: C.register(C.BertArch),
+                    'register None': lambda: C.register(None),
+                    "register a name taken ('bert')": lambda: C.register(C.BertArch()),
+                    'register an upper-case name': lambda: C.register(type('Up', (C.BertArch,), {'name': 'Up'})()),
+                    'register a name of 3': lambda: C.register(type('N', (C.BertArch,), {'name': 3})()),
+                    'find_arch gpt': lambda: C.find_arch('gpt'), 'find_arch None': lambda: C.find_arch(None),
+                    'train RunArgs(arch="gpt")': lambda: C.train(P.RunArgs(arch='gpt', steps=1, out=str(runs / 'gpt')))}.items():
+        c[name] = lambda f=f: api(f)
+    def registered():
+        try: return api(lambda: (C.register(Tiny()), C.find_arch('tiny')), bad=False)
+        finally: C.ARCHS.pop('tiny', None)
+    c['register a new family, then find it'] = registered
+    c['bert-nb train --arch gpt'] = lambda: cli('--corpus', corpus, '--arch', 'gpt', '--out', runs / 'gpt2')
     # #43: ELECTRA and fine-tuning (their argument checks), the budget, the writes, the encodings, the nodes
     from bert_nb import electra as E, finetune as T
     ecfg = B.BertConfig(len(small), max_len=16, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.0)
