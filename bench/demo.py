@@ -10,7 +10,7 @@ import transformers
 from transformers import BertConfig as HFConfig, BertForMaskedLM, BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.bert import BertConfig, BertForMLM, load_hf_bert
 from bert_nb.pretrain import RunArgs, prepare, evaluate, time_factor, Batches, ORDER
-from bert_nb.command import train
+from bert_nb.run import train
 from bert_nb.rng import PCG32
 from common import RUN, save
 

@@ -21,7 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 import torch
 from bert_nb.pretrain import RunArgs, evaluate, load_model, DEFAULT_CORPUS
-from bert_nb.command import train, frequency_baseline, LEARNED, _keep_freed_memory
+from bert_nb.run import train, frequency_baseline, LEARNED
+from bert_nb.command import _keep_freed_memory
 from bert_nb.data import prepare_data, load_data
 from common import machine
 

@@ -207,7 +207,7 @@ def main():
     p.add_argument('--out', default=str(Path(__file__).with_name('step.json')), help='where the results go')
     p.add_argument('--sides', nargs='+', help="only these sides, in this order (of the above, 'bf16 model' too)")
     ns = p.parse_args()
-    from bert_nb.command import _native_bf16
+    from bert_nb.run import _native_bf16
     a, m, args = _model_and_batch()
     bf16 = _native_bf16(torch.device('cpu')) and not ns.no_bf16
     every = ['unfused', 'float32', 'float32, 30%'] + ['bf16 autocast', 'bf16 unfused loss', 'bf16 SDPA'] * bf16 + \

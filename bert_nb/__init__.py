@@ -16,7 +16,7 @@ _EXPORTS = {
                      'hf_bert_encoder_sd'],
     'bert_nb.data': ['MLMCollator', 'ForTrainer', 'mlm_loader', 'Verse', 'kjv_verses'],
     'bert_nb.pretrain': ['RunArgs', 'fill', 'load_model', 'make_optimizer', 'DEFAULT_CORPUS'],
-    'bert_nb.command': ['train'],
+    'bert_nb.run': ['train'],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = ['KJV', *_WHERE]
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
                               hf_bert_encoder_sd)
     from bert_nb.data import MLMCollator, ForTrainer, mlm_loader, Verse, kjv_verses
     from bert_nb.pretrain import RunArgs, fill, load_model, make_optimizer, DEFAULT_CORPUS
-    from bert_nb.command import train
+    from bert_nb.run import train
 
 def __getattr__(name: str):
     if name not in _WHERE: raise AttributeError(f"module 'bert_nb' has no attribute {name!r}")

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from bert_nb import PCG32, BertConfig, BertForMLM, WordPieceTokenizer, load_bert, mlm_mask, special_ids
-from bert_nb.command import frequency_baseline, main
+from bert_nb.run import frequency_baseline
+from bert_nb.command import main
 from bert_nb.diagnostics import mask_chi2, mask_stats
 from bert_nb.electra import sample
 from bert_nb.pretrain import INIT, ORDER, Batches, _batch

@@ -1,11 +1,13 @@
-"""A family of models is one object (appendix 12's `Arch`): the run and the command find it by `--arch` or by a model
+"""A family of models is one object (appendix 12e's `Arch`): the run and the command find it by `--arch` or by a model
 directory's config.json and never test which family they hold, so a family registered from outside trains, saves and
 fills through `bert-nb` with no change to their code. Bad families are refused by name."""
 import ast, dataclasses, json, re
 from pathlib import Path
 import pytest
-import bert_nb.command as command
-from bert_nb.command import ARCHS, Arch, BertArch, find_arch, main, register
+import bert_nb.arch
+from bert_nb.arch import ARCHS, Arch, BertArch, find_arch, register
+from bert_nb.command import main
+from bert_nb.run import train
 from bert_nb.pretrain import RunArgs
 
 class Tiny(BertArch):
@@ -46,18 +48,24 @@ def test_register_refuses_what_is_no_new_family(arch, error, says):
 def test_an_unknown_family_is_refused_by_name_before_a_run_starts(tmp_path):
     with pytest.raises(ValueError, match="arch must be one of bert, modernbert, got 'gpt'"): find_arch('gpt')
     out = tmp_path / 'run'
-    with pytest.raises(ValueError, match="got 'gpt'"): command.train(RunArgs(arch='gpt', steps=1, out=str(out)))
+    with pytest.raises(ValueError, match="got 'gpt'"): train(RunArgs(arch='gpt', steps=1, out=str(out)))
     assert not out.exists()  # refused before the run's directory was claimed
 
+ROOMS = ['command', 'run', 'rundir', 'nodes', 'budget']  # the command line and the run's modules
+
 def test_the_run_and_the_command_hold_no_test_of_a_family():
-    "Outside the families' own classes, no code of the module names one: the run asks its Arch."
-    source = Path(command.__file__).read_text()
-    tree, lines = ast.parse(source), source.splitlines()
-    families = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.name != 'Arch'
+    "No function or class of the run's modules or of the command names a family: they ask its Arch, in arch.py."
+    home = Path(bert_nb.arch.__file__).parent
+    tree = ast.parse((home / 'arch.py').read_text())
+    families = {n.name for n in tree.body if isinstance(n, ast.ClassDef)
                 and any(isinstance(b, ast.Name) and b.id == 'Arch' for b in n.bases)}
     assert families == {'BertArch', 'ModernBertArch'}
-    code = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in families]
-    text = '\n'.join('\n'.join(lines[n.lineno - 1:n.end_lineno]) for n in code)
+    text = ''
+    for room in ROOMS:
+        source = (home / f'{room}.py').read_text()
+        lines = source.splitlines()
+        code = [n for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        text += '\n'.join('\n'.join(lines[n.lineno - 1:n.end_lineno]) for n in code) + '\n'
     assert 'def _model(' in text and 'def _take_init(' in text and 'def _load(' in text  # what is searched
     for bad in (r"arch\s*==", r"'modernbert'", r"ModernBert\w*\b", r"isinstance\([^)]*ForMLM", r"_is_modern"):
         assert not re.search(bad, text), bad

@@ -5,8 +5,8 @@ from dataclasses import replace
 from pathlib import Path
 import pytest
 import torch
-import bert_nb.command as command
-from bert_nb.command import train
+import bert_nb.budget as budget, bert_nb.run as runs
+from bert_nb.run import train
 from bert_nb.data import prepare_data
 from bert_nb.pretrain import RunArgs
 
@@ -26,7 +26,7 @@ class Clock:
         self.t, self.step_s, self.plots_s, self.steps = 0.0, step_s, plots_s, []  # steps: (start, lr) of each
 
     def install(self, monkeypatch):
-        step, evaluate, plots = command._step, command.evaluate, command.write_plots
+        step, evaluate, plots = runs._step, runs.evaluate, runs.write_plots
         def timed_step(loss_fn, opt, sched, *args):
             self.steps.append((self.t, opt.param_groups[0]['lr']))
             out = step(loss_fn, opt, sched, *args)
@@ -35,9 +35,9 @@ class Clock:
             out = evaluate(*a, **k); self.t += EVAL_S; return out
         def timed_plots(*a, **k):
             plots(*a, **k); self.t += self.plots_s
-        monkeypatch.setattr(command, '_clock', lambda: self.t)
+        monkeypatch.setattr(budget, '_clock', lambda: self.t)
         for name, f in (('_step', timed_step), ('evaluate', timed_eval), ('write_plots', timed_plots)):
-            monkeypatch.setattr(command, name, f)
+            monkeypatch.setattr(runs, name, f)
         return self
 
 def budget_run(data, out, clock, resume=False, **kw) -> dict:
@@ -50,7 +50,7 @@ def budget_run(data, out, clock, resume=False, **kw) -> dict:
 
 def check_budget(m: dict, clock: Clock):
     "The whole budget used (98-100%), evaluations at tenths of it, and the learning rate as a function of time."
-    train_s = 300 * (1 - command.MARGIN) - command.FINISH * EVAL_S  # finishing keeps FINISH evaluations back
+    train_s = 300 * (1 - budget.MARGIN) - budget.FINISH * EVAL_S  # finishing keeps FINISH evaluations back
     assert m['budget_s'] == 300 and m['used_s'] == pytest.approx(clock.t) and m['used'] == round(clock.t / 300, 4)
     assert 0.98 <= m['used'] <= 1.0 and m['warnings'] == []
     starts = [t for t, _ in clock.steps]
@@ -72,7 +72,7 @@ def test_a_machine_that_halves_its_speed_mid_run_uses_the_whole_budget(data, tmp
     m = budget_run(data, tmp_path / 'run', clock)
     check_budget(m, clock)
     assert len(m['eval']) == 11 and 400 < m['steps'] < 460  # ~290 steps, then ~145: an outcome, not an input
-    assert m['bf16'] == command._native_bf16(torch.device('cpu'))  # a budget run: bf16 where it is native
+    assert m['bf16'] == runs._native_bf16(torch.device('cpu'))  # a budget run: bf16 where it is native
 
 def test_a_stall_does_not_end_the_run_early(data, tmp_path, monkeypatch):
     clock = Clock(lambda t, i: 40.0 if i == 100 else 0.5).install(monkeypatch)
@@ -176,23 +176,23 @@ def test_a_killed_run_resumed_keeps_the_budget(data, tmp_path, monkeypatch):
     the checkpoint count (budget.json, at most BEAT_S of them lost), so the two processes together train for the
     budget and not for it plus what the kill cut off. Without it they used 110-113% (#43)."""
     clock = Clock(lambda t, i: 0.5).install(monkeypatch)
-    step = command._step
+    step = runs._step
     def killed_at_250(*a):
         if len(clock.steps) == 250: raise Killed()
         return step(*a)
-    monkeypatch.setattr(command, '_step', killed_at_250)
+    monkeypatch.setattr(runs, '_step', killed_at_250)
     with pytest.raises(Killed), warnings.catch_warnings():
         warnings.simplefilter('ignore')
         train(replace(TINY, data=str(data), out=str(tmp_path / 'run')), progress=False)
     t_kill = clock.t
     checkpointed = torch.load(tmp_path / 'run' / 'resume.pt', weights_only=True)['spent']
     assert t_kill - checkpointed > 5  # what the checkpoint alone would lose
-    monkeypatch.setattr(command, '_step', step)
+    monkeypatch.setattr(runs, '_step', step)
     clock.t += 1000.0  # the time between the runs: not the budget's
     t_resumed = clock.t
     m = budget_run(data, tmp_path / 'run', clock, resume=True)
     second = clock.t - t_resumed
-    assert t_kill - command.BEAT_S - 0.5 <= m['used_s'] - second <= t_kill  # the killed process's seconds, counted
+    assert t_kill - budget.BEAT_S - 0.5 <= m['used_s'] - second <= t_kill  # the killed process's seconds, counted
     assert 0.98 <= m['used'] <= 1.0 and 0.98 * 300 <= t_kill + second <= 300  # both processes: the budget
 
 def test_a_stall_near_the_end_is_not_taken_for_the_pace(data, tmp_path, monkeypatch):

@@ -4,11 +4,12 @@ import json
 import numpy as np
 import pytest
 import torch
-import bert_nb.command as command
+import bert_nb.run as runs
 from bert_nb.bert import BertAttention, BertConfig, BertEncoder, BertForMLM, mlm_mask, special_ids
 from bert_nb.pretrain import (RunArgs, evaluate, pack_rows, split_lines, read_corpus, fill, DEFAULT_CORPUS,
                               _step, MLMLoss, make_optimizer)
-from bert_nb.command import train, main
+from bert_nb.run import train
+from bert_nb.command import main
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 from pcg_ref import RefPCG
@@ -84,12 +85,12 @@ def test_fill_never_answers_a_special_token(tok):
 
 def test_the_training_loop_masks_its_batches_in_the_op_order(tok, tmp_path, monkeypatch):
     "Every batch train() builds: no special or padded position picked, and the op order on the rank's stream."
-    seen, real = [], command._masked
+    seen, real = [], runs._masked
     def spy(ids, n, tok_, p, rng, device):
         out = real(ids, n, tok_, p, rng, device)
         if p == 0.4: seen.append(out[:3])
         return out
-    monkeypatch.setattr(command, '_masked', spy)
+    monkeypatch.setattr(runs, '_masked', spy)
     (tmp_path / 'c.txt').write_text('\n'.join(read_corpus([DEFAULT_CORPUS])[:30]))  # ~40 rows: 6 batches of 8
     a = RunArgs(corpus=[str(tmp_path / 'c.txt')], vocab_size=300, max_len=24, batch_size=8, d_model=16, layers=1,
                 heads=2, d_ff=32, mask_p=0.4, minutes=None, steps=6, evals=1, seed=5, out=str(tmp_path / 'run'))
@@ -146,11 +147,11 @@ def test_learning_rate_schedule():
 def test_learned_means_15_points_above_always_guessing_the_commonest_token(corpus, tmp_path, monkeypatch, margin, learned):
     "A baseline `margin` under the run's final accuracy: 5 points above it is not learning, 16 points is."
     import warnings
-    seen, evaluate = [], command.evaluate
+    seen, evaluate = [], runs.evaluate
     def recording(*a, **kw):
         seen.append(evaluate(*a, **kw)); return seen[-1]
-    monkeypatch.setattr(command, 'evaluate', recording)
-    monkeypatch.setattr(command, 'frequency_baseline', lambda tok, rows: ('the', seen[-1]['acc'] - margin))
+    monkeypatch.setattr(runs, 'evaluate', recording)
+    monkeypatch.setattr(runs, 'frequency_baseline', lambda tok, rows: ('the', seen[-1]['acc'] - margin))
     a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64, steps=3,
                 minutes=None, evals=1, out=str(tmp_path / 'run'))
     with warnings.catch_warnings(record=True) as said:

@@ -329,14 +329,14 @@ def test_a_save_that_lands_during_a_load_is_read_whole(tmp_path, monkeypatch, ki
 def test_a_model_and_its_vocabulary_come_from_one_save(tmp_path, monkeypatch, load):
     """load_model (and so fill and eval, BERT or ModernBERT) and --init's init_model read the weights and vocab.txt
     of one save: a save that landed between the two paired a model with the next save's vocabulary."""
-    import bert_nb.command as C, bert_nb.pretrain as P
+    import bert_nb.arch as A, bert_nb.command as C, bert_nb.pretrain as P
     from bert_nb.modernbert import ModernBertConfig, ModernBertForMLM
     from bert_nb.modernbert_files import save_modernbert
     toks = [WordPieceTokenizer.from_tokens(list(SPECIALS) + [f'{c}{i}' for i in range(35)]) for c in 'ab']
     if load == 'fill and eval':  # a ModernBERT's; a BERT's goes through load_model
         cfg = ModernBertConfig(40, d_model=8, n_heads=2, n_layers=2, d_ff=16)
         old, new = (ModernBertForMLM(cfg, PCG32(s)) for s in (0, 1))
-        save, module, name = save_modernbert, C, 'load_modernbert'
+        save, module, name = save_modernbert, A, 'load_modernbert'
     else:
         cfg = BertConfig(40, max_len=8, d_model=8, n_heads=2, n_layers=1, d_ff=16)
         old, new = (BertForMLM(cfg, PCG32(s)) for s in (0, 1))
@@ -382,7 +382,7 @@ def test_fill_text_that_is_not_utf8(run):
 
 def test_the_memory_check_reads_ulimit():
     code = ('import resource; resource.setrlimit(resource.RLIMIT_AS, (2**36, resource.getrlimit(resource.RLIMIT_AS)[1]));'
-            'from bert_nb.command import _memory_limit; print(_memory_limit())')
+            'from bert_nb.run import _memory_limit; print(_memory_limit())')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     assert int(out) <= 2**36
 
@@ -405,25 +405,25 @@ def test_the_audits_findings(tok):
 def test_a_full_disk_while_checkpointing_leaves_the_last_checkpoint(tmp_path, monkeypatch):
     "torch.save failing half way (ENOSPC): no temporary left, and the resume.pt before it untouched."
     import errno
-    from bert_nb import command
+    from bert_nb import rundir
     (tmp_path / 'resume.pt').write_bytes(b'the last checkpoint')
     def full(obj, f): f.write(b'half'); raise OSError(errno.ENOSPC, 'No space left on device')
-    monkeypatch.setattr(command.torch, 'save', full)
-    with pytest.raises(OSError, match='No space left'): command._save_state(tmp_path, {})
+    monkeypatch.setattr(rundir.torch, 'save', full)
+    with pytest.raises(OSError, match='No space left'): rundir._save_state(tmp_path, {})
     assert os.listdir(tmp_path) == ['resume.pt'] and (tmp_path / 'resume.pt').read_bytes() == b'the last checkpoint'
 
 def test_a_full_disk_at_a_checkpoint_says_so(tmp_path, monkeypatch):
     "torch's writer fails on a full disk with 'unexpected pos' (a RuntimeError): the run names the file (#36)."
-    from bert_nb import command
+    from bert_nb import rundir
     def short(obj, f): f.write(b'half'); raise RuntimeError('[enforce fail at inline_container.cc:672] . '
                                                                         'unexpected pos 576 vs 534')
-    monkeypatch.setattr(command.torch, 'save', short)
-    monkeypatch.setattr(command.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10, 10, 0))
+    monkeypatch.setattr(rundir.torch, 'save', short)
+    monkeypatch.setattr(rundir.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10, 10, 0))
     with pytest.raises(OSError, match=r'no space left on device for .*resume.pt: the checkpoint needs about'):
-        command._save_state(tmp_path, {'w': torch.zeros(1000)})
+        rundir._save_state(tmp_path, {'w': torch.zeros(1000)})
     assert os.listdir(tmp_path) == []
-    monkeypatch.setattr(command.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10**9, 0, 10**9))
-    with pytest.raises(RuntimeError, match='unexpected pos'): command._save_state(tmp_path, {'w': torch.zeros(1000)})
+    monkeypatch.setattr(rundir.shutil, 'disk_usage', lambda p: shutil._ntuple_diskusage(10**9, 0, 10**9))
+    with pytest.raises(RuntimeError, match='unexpected pos'): rundir._save_state(tmp_path, {'w': torch.zeros(1000)})
 
 def tmpfs(path: Path, size: str):
     "A small filesystem of its own at `path` (root only), or a skip."
@@ -556,7 +556,7 @@ def test_of_runs_started_together_on_one_directory_exactly_one_claims_it(tmp_pat
     assert sorted(os.listdir(tmp_path)) == sorted(f'run{t}' for t in range(20))  # no temporary left beside them
 
 def _claim_after(out, go, seed, said):
-    from bert_nb.command import _claim
+    from bert_nb.rundir import _claim
     from bert_nb.pretrain import RunArgs
     go.wait()
     try: _claim(out, RunArgs(seed=seed, out=str(out)))

@@ -13,7 +13,9 @@ from tol import encoder_tol
 from bert_nb import (KJV, BertConfig, BertEncoder, BertForMLM, MLMCollator, PCG32, WordPieceTokenizer, kjv_verses,
                      load_parts, mlm_mask, save_parts)
 from bert_nb.checks import _check_shares, _check_special
-from bert_nb.command import MaskTally, _parser, _new_args, _shard, main
+from bert_nb.command import _parser, _new_args, main
+from bert_nb.run import MaskTally
+from bert_nb.nodes import _shard
 from bert_nb.data import load_data, mlm_loader, prepare_data
 from bert_nb.electra import SHARES, Electra, electra_loss, train_electra
 from bert_nb.files import _recover

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from bert_nb import KJV, BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTokenizer, kjv_verses, load_bert, mlm_mask
-from bert_nb.command import MaskTally
+from bert_nb.run import MaskTally
 from bert_nb.files import read_whole, _recover
 from bert_nb.finetune import Classifier, fine_tune, pair_task
 from bert_nb.modernbert import ModernBertConfig, ModernBertEncoder, ModernBertForMLM
@@ -162,7 +162,8 @@ def odd_modern(corpus, tmp_path_factory) -> Path:
 def test_init_of_a_modernbert_of_odd_width_continues_it_in_training_mode(odd_modern, tmp_path):
     """--init records --d-ff as the command spells it (3/2 of the GeGLU) and the run rebuilds the same GeGLU, for an
     odd width too (21: --d-ff 32, whose 2/3 is 21 again); the model it continues trains (dropout on)."""
-    from bert_nb.command import _init, main
+    from bert_nb.arch import _init
+    from bert_nb.command import main
     assert _init(str(odd_modern / 'model')).training
     assert main(['train', '--data', str(odd_modern / 'data'), '--init', str(odd_modern / 'model'), '--steps', '2',
                  '--batch-size', '4', '--out', str(tmp_path / 'o'), '--quiet']) == 0

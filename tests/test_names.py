@@ -10,6 +10,9 @@ import pytest
 RELEASE = json.loads((Path(__file__).parent / 'fixtures' / 'release_names.json').read_text())['modules']
 MOVED = {('bert_nb.modernbert', n): 'bert_nb.modernbert_files'
          for n in ('hf_state_dict', 'hf_config', 'config_from_hf', 'save_modernbert', 'load_modernbert')}
+MOVED |= {('bert_nb.command', n): home for home, names in  # the run's modules, out of the command's
+          [('bert_nb.run', ('LEARNED', 'weights_digest', 'MaskTally', 'frequency_baseline', 'train', 'plot_losses',
+                            'write_plots')), ('bert_nb.budget', ('FINISH', 'BEAT_S', 'MARGIN'))] for n in names}
 
 @pytest.mark.parametrize('module', sorted(RELEASE))
 def test_every_name_of_the_last_release_imports(module):
@@ -27,13 +30,17 @@ def test_every_name_of_the_last_release_imports(module):
         with pytest.deprecated_call(): assert getattr(m, name) is getattr(import_module(home), name)
 
 def test_the_list_is_the_release_not_today():
-    "The fixture holds the five names that left bert_nb.modernbert's __all__ since: it was not rewritten from today's."
-    from bert_nb import modernbert
+    """The fixture holds the five names that left bert_nb.modernbert's __all__ since, and the ten that left
+    bert_nb.command's: it was not rewritten from today's."""
+    from bert_nb import command, modernbert
+    assert {n for n in RELEASE['bert_nb.command'] if n not in command.__all__} == \
+        {n for m, n in MOVED if m == 'bert_nb.command'}
     gone = {n for n in RELEASE['bert_nb.modernbert'] if n not in modernbert.__all__}
-    assert gone == {n for _, n in MOVED} and sum(map(len, RELEASE.values())) == 244
+    assert gone == {n for m, n in MOVED if m == 'bert_nb.modernbert'} and sum(map(len, RELEASE.values())) == 244
 
 def test_a_name_that_never_was_there_is_still_an_error():
     with pytest.raises(ImportError, match='load_bert'): exec('from bert_nb.modernbert import load_bert', {})
+    with pytest.raises(ImportError, match='load_bert'): exec('from bert_nb.command import load_bert', {})
     import bert_nb.modernbert as m
     with pytest.raises(AttributeError, match="module 'bert_nb.modernbert' has no attribute 'nothing'"): m.nothing
 

@@ -10,10 +10,12 @@ import torch
 from hypothesis import given, settings, strategies as st
 import bert_nb.bert as bert
 import bert_nb.command as command
+import bert_nb.run as runs
 from bert_nb.bert import (BertConfig, BertEncoder, BertForMLM, mlm_mask, hf_bert_encoder_sd, from_hf_pretrained,
                           save_bert, load_bert)
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS, RunArgs
-from bert_nb.command import main, train
+from bert_nb.command import main
+from bert_nb.run import train
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
 
@@ -178,7 +180,7 @@ def test_a_run_is_resumable_from_its_start(corpus, tmp_path):
     assert r.returncode == 0, r.stderr
 
 def test_a_diverged_run_stops(corpus, tmp_path, monkeypatch):
-    monkeypatch.setattr(command, '_step', lambda *a: float('nan'))
+    monkeypatch.setattr(runs, '_step', lambda *a: float('nan'))
     a = RunArgs(corpus=[str(corpus)], vocab_size=300, batch_size=8, d_model=32, layers=1, heads=2, d_ff=64,
                 minutes=None, steps=5, evals=1, out=str(tmp_path / 'run'))
     with pytest.raises(ValueError, match='the training loss is nan at step 1: the run diverged'):

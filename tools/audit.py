@@ -266,13 +266,13 @@ def cases(tmp: Path, minilm: Path) -> dict:
         if r.returncode: raise RuntimeError(f'another account cannot read the save: {r.stderr[-200:]}')
     c['another account reads a save'] = lambda: api(other_account, bad=False)
     def full_disk():
-        from bert_nb import command
-        real = command.torch.save
+        from bert_nb import rundir
+        real = rundir.torch.save
         def short(obj, f): raise RuntimeError('[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534')
-        command.torch.save, du = short, command.shutil.disk_usage
-        command.shutil.disk_usage = lambda p: shutil._ntuple_diskusage(10, 10, 0)
-        try: command._save_state(tmp / 'empty', {'w': torch.zeros(10)})
-        finally: command.torch.save, command.shutil.disk_usage = real, du
+        rundir.torch.save, du = short, rundir.shutil.disk_usage
+        rundir.shutil.disk_usage = lambda p: shutil._ntuple_diskusage(10, 10, 0)
+        try: rundir._save_state(tmp / 'empty', {'w': torch.zeros(10)})
+        finally: rundir.torch.save, rundir.shutil.disk_usage = real, du
     c['a full disk at a checkpoint'] = lambda: api(full_disk)  # OSError: clear only if it says so
     def mounted():
         d = B.save_bert(mlm, tmp / 'mnt-m'); (d / 'vol').mkdir()
@@ -324,7 +324,8 @@ def cases(tmp: Path, minilm: Path) -> dict:
         return cli('train', '--resume', runs / 'snap-stop', '--snapshots', 4) if stopped == 'correct' else stopped
     c['bert-nb --resume with another --snapshots'] = other_n
     # the families of models: registering one, finding one by name, and a run of a family that is not registered
-    from bert_nb import command as C
+    from bert_nb import arch as C
+    from bert_nb.run import train
     class Tiny(C.BertArch): name = 'tiny'
     for name, f in {'register a class, not an object': lambda: C.register(C.BertArch),
                     'register None': lambda: C.register(None),
@@ -332,7 +333,7 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'register an upper-case name': lambda: C.register(type('Up', (C.BertArch,), {'name': 'Up'})()),
                     'register a name of 3': lambda: C.register(type('N', (C.BertArch,), {'name': 3})()),
                     'find_arch gpt': lambda: C.find_arch('gpt'), 'find_arch None': lambda: C.find_arch(None),
-                    'train RunArgs(arch="gpt")': lambda: C.train(P.RunArgs(arch='gpt', steps=1, out=str(runs / 'gpt')))}.items():
+                    'train RunArgs(arch="gpt")': lambda: train(P.RunArgs(arch='gpt', steps=1, out=str(runs / 'gpt')))}.items():
         c[name] = lambda f=f: api(f)
     def registered():
         try: return api(lambda: (C.register(Tiny()), C.find_arch('tiny')), bad=False)
@@ -780,6 +781,11 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for name in ('hf_state_dict', 'hf_config', 'config_from_hf', 'save_modernbert', 'load_modernbert'):
         c[f'moved: from bert_nb.modernbert import {name}'] = lambda name=name: api(
             lambda: exec(f'from bert_nb.modernbert import {name}', {}), bad=False)
+    c['moved: from bert_nb.command import a name it never had'] = lambda: api(
+        lambda: exec('from bert_nb.command import load_bert', {}))
+    for name in ('train', 'frequency_baseline', 'MaskTally', 'FINISH', 'find_arch', 'register'):  # the run's modules
+        c[f'moved: from bert_nb.command import {name}'] = lambda name=name: api(
+            lambda: exec(f'from bert_nb.command import {name}', {}), bad=False)
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
         model = Path(B.__file__).parent / 'models' / 'kjv'

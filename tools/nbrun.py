@@ -45,7 +45,7 @@ def readme(nb_path: Path, out: Path):
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
-    body = re.sub(r'\]\((\d\d_\w+\.ipynb|index\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
+    body = re.sub(r'\]\((\d\d[a-z]?_\w+\.ipynb|index\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
     out.write_text(body.rstrip('\n') + '\n')
 
 def execute(nb_path: Path):

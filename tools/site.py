@@ -20,11 +20,12 @@ from bundle import bundle
 SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert',
-            '07_tagging', '08_map', '09_results', '10_data', '11_files', '12_command', '13_diagnostics', '14_speed',
-            '15_checks', '16_modernbert_files']
+            '07_tagging', '08_map', '09_results', '10_data', '11_files', '12_command', '12a_run', '12b_rundir',
+            '12c_nodes', '12d_budget', '12e_arch', '13_diagnostics', '14_speed', '15_checks', '16_modernbert_files']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
            'electra': '04_electra', 'finetune': '05_finetune', 'modernbert': '06_modernbert', 'tagging': '07_tagging',
-           'data': '10_data', 'files': '11_files', 'command': '12_command',
+           'data': '10_data', 'files': '11_files', 'command': '12_command', 'run': '12a_run', 'rundir': '12b_rundir',
+           'nodes': '12c_nodes', 'budget': '12d_budget', 'arch': '12e_arch',
            'diagnostics': '13_diagnostics', 'speed': '14_speed',
            'checks': '15_checks', 'modernbert_files': '16_modernbert_files'}
 SHIM = 'iframe-worker@1.0.4'
@@ -50,7 +51,7 @@ def reader_cells(nb):
 
 def chapter_links(md: str) -> str:
     "Links between chapters name the notebooks; on the site they are the pages built from them."
-    return re.sub(r'\]\((\d\d_\w+|index)\.ipynb(#[\w-]*)?\)', r'](\1.md\2)', md)
+    return re.sub(r'\]\((\d\d[a-z]?_\w+|index)\.ipynb(#[\w-]*)?\)', r'](\1.md\2)', md)
 
 def page(stem: str, nb) -> str:
     "One executed notebook as Markdown (outputs in ```text fences, images as files beside the page)."
