@@ -8,7 +8,7 @@ import collections, json, math, time, warnings
 from pathlib import Path
 import numpy as np
 from .pretrain import _broadcast
-from .files import write_utf8
+from .files import read_json, write_utf8
 
 # %% auto #0
 __all__ = ['FINISH', 'BEAT_S', 'MARGIN']
@@ -52,6 +52,17 @@ class _Budget:
     def keep_back(self, eval_s: float):
         "What finishing takes, from an evaluation's seconds: the budget's steps end that much earlier."
         if self.seconds is not None: self.train_s = self.seconds * (1 - MARGIN) - FINISH * eval_s
+
+# %% ../nbs/12d_budget.ipynb #9564cab8
+def _spent_before(out: Path) -> float:
+    "The seconds budget.json recorded (0 if none): a killed run's training after its last checkpoint counts."
+    p = out / 'budget.json'
+    if not p.is_file(): return 0.0
+    d = read_json(p)
+    s = d.get('spent') if isinstance(d, dict) else None
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < math.inf:
+        raise ValueError(f"{p} does not hold the seconds a run spent: {d!r:.80}")
+    return float(s)
 
 # %% ../nbs/12d_budget.ipynb #f03a2fdb
 def _too_short(b: _Budget, took: float):

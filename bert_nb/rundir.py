@@ -10,8 +10,9 @@ from datetime import datetime
 from pathlib import Path
 import torch
 from .pretrain import RunArgs, _gather
-from .files import read_json, _write_file, write_utf8, _stem
+from .files import _write_file, write_utf8, _stem
 from .nodes import _signature
+from .budget import _spent_before
 
 # %% auto #0
 __all__ = []
@@ -123,14 +124,3 @@ def _restore(r):
     r.batches.load(mine['batches']); torch.set_rng_state(mine['torch_rng'])
     r.opt.load_state_dict(ck['opt'])
     if r.sched: r.sched.load_state_dict(ck['sched'])
-
-# %% ../nbs/12b_rundir.ipynb #9564cab8
-def _spent_before(out: Path) -> float:
-    "The seconds budget.json recorded (0 if none): a killed run's training after its last checkpoint counts."
-    p = out / 'budget.json'
-    if not p.is_file(): return 0.0
-    d = read_json(p)
-    s = d.get('spent') if isinstance(d, dict) else None
-    if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < math.inf:
-        raise ValueError(f"{p} does not hold the seconds a run spent: {d!r:.80}")
-    return float(s)
