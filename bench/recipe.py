@@ -61,6 +61,12 @@ CANDIDATES = {
     'l4-w192-len128': dict(WIDE, d_model=192, heads=3, d_ff=768, max_len=128, batch_size=16),
     'l4-w192': dict(WIDE, d_model=192, heads=3, d_ff=768),
     'l4-w192-lr1e-3': dict(WIDE, d_model=192, heads=3, d_ff=768, lr=1e-3),
+    'l6-w192': dict(WIDE, d_model=192, heads=3, d_ff=768, layers=6),
+    'l4-w192-len64': dict(WIDE, d_model=192, heads=3, d_ff=768, max_len=64, batch_size=32),
+    'l4-w192-drop01': dict(WIDE, d_model=192, heads=3, d_ff=768, dropout=0.1),
+    'l4-w192-wd01': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.1),
+    'l4-w192-mask20': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.2),
+    'l4-w192-mask50': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.5),
 }
 
 def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float | None = None) -> dict:
