@@ -10,7 +10,7 @@ The seed-0 runs of the shipped model and MiniLM leave their test predictions, fo
     python bench/tagging.py                 # writes bench/tagging.json
     python bench/tagging.py --table
 """
-import argparse, json, statistics, time, warnings
+import argparse, fcntl, json, statistics, time, warnings
 from pathlib import Path
 import torch
 from bert_nb import KJV, BertEncoder, PCG32, WordPieceTokenizer, load_bert
@@ -75,10 +75,12 @@ def show(runs: list[dict]):
 def load() -> list[dict]: return json.loads(SAVED.read_text())['runs'] if SAVED.exists() else []
 
 def save(new: list[dict]):
-    "Add (or replace) results by (model, seed)."
+    "Add (or replace) results by (model, seed); read the file again first, so that runs side by side keep each other's."
     key = lambda r: (r['model'], r.get('seed'))
-    runs = {key(r): r for r in load()} | {key(r): r for r in new}
-    SAVED.write_text(json.dumps(dict(machine=f'{machine()}; one thread', runs=list(runs.values()))) + '\n')
+    with open(SAVED.with_suffix('.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runs = {key(r): r for r in load()} | {key(r): r for r in new}
+        SAVED.write_text(json.dumps(dict(machine=f'{machine()}; one thread', runs=list(runs.values()))) + '\n')
 
 if __name__ == '__main__':
     torch.set_num_threads(1)

@@ -180,15 +180,18 @@ def test_attention_and_reach_are_transformers_and_attention_reach(page, kjv):
         for h, a in enumerate(heads): assert np.abs(np.reshape(a, (n, n)) - theirs[l][0, h].numpy()).max() < 1e-12
     reach = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids))', ids), (n, n))
     ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(ids)).numpy()
-    assert np.abs(reach - ref).max() <= 1e-9 * ref.max()  # float64 through two layers and their derivatives
+    assert np.abs(reach - ref).max() <= 1e-9 * ref.max()  # float64 through the layers and their derivatives
     sampled = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids, 64))', ids), (n, n))
     assert np.abs(sampled / ref - 1).max() < 0.5  # 64 directions: the estimate of |J|² has a spread of about 1/4
-    page.fill('#play-text', 'In the beginning God created')
+    short = tok.encode('In the beginning')  # within the page's limit for an exact reach of this model
+    page.fill('#play-text', 'In the beginning')
     page.select_option('#play-samples', 'exact'); page.click('#play-reach-run')
     assert 'exact' in page.locator('#play-reach-out').inner_text()
-    assert np.abs(np.reshape(page.evaluate('Array.from(BertNb.page.reachMap)'), (n, n)) - ref).max() <= 1e-9 * ref.max()
+    ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(short)).numpy()
+    got = np.reshape(page.evaluate('Array.from(BertNb.page.reachMap)'), (len(short), len(short)))
+    assert np.abs(got - ref).max() <= 1e-9 * ref.max()
     page.fill('#play-text', kjv_verses()[0].text + ' ' + kjv_verses()[1].text); page.click('#play-reach-run')
-    assert 'would hold the page for seconds' in page.locator('#play-msg').inner_text()  # exact: 16 tokens at most
+    assert 'would hold the page for long' in page.locator('#play-msg').inner_text()  # exact: short texts only
 
 @pytest.fixture(scope='module')
 def run30(tmp_path_factory):
@@ -350,6 +353,38 @@ def test_a_runs_snapshots_run_on_a_slider(page, snap30):
     shipped(page)
     assert page.locator('#play-snaps').is_hidden()  # another model: no slider
 
+def test_the_shipped_models_snapshots_are_on_the_slider_when_the_page_opens(page, tmp_path):
+    """The page opens on the shipped model, usable at once; its training's snapshots load after it and go on the
+    slider, the last (the model) in use; at each, the page's logits are PyTorch's on the same weights (the float16 snapshots widened as PyTorch widens them,
+    to float32) within float32's bound, and its top five are fill's."""
+    m = json.loads((KJV / 'metrics.json').read_text())
+    files = sorted((ROOT / 'nbs' / 'kjv-snapshots').glob('step-*.safetensors'))
+    assert [f.stem for f in files] == [Path(s['dir']).name for s in m['snapshots'][:-1]] and len(m['snapshots']) >= 6
+    page.reload(wait_until='load')
+    page.wait_for_function('globalThis.BertNb && BertNb.page', timeout=10_000)
+    assert page.locator('#play-fill .play-answer').count() > 0  # usable before the snapshots have loaded ...
+    page.wait_for_selector('#play-snaps', state='visible', timeout=30_000)  # ... which come after
+    n = len(m['snapshots'])
+    assert page.get_attribute('#play-snap', 'max') == str(n - 1)
+    assert page.input_value('#play-snap') == str(n - 1)
+    text = 'And God said, Let there be [MASK]: and there was light.'
+    page.fill('#play-text', text)
+    tok, d = WordPieceTokenizer.from_vocab(KJV), tmp_path / 'snapshot'
+    shutil.copytree(KJV, d)
+    for i, s in enumerate(m['snapshots']):
+        slide(page, i)
+        assert page.locator('#play-snap-out').inner_text().startswith(f"step {s['step']:,}: held-out loss {s['loss']:.3f}")
+        shutil.copyfile(files[i] if i < n - 1 else KJV / 'model.safetensors', d / 'model.safetensors')
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            model = load_bert(d).float().eval()
+        ids = tok.encode(text)
+        js = logits(page, ids)
+        with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0].double()
+        assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())
+        shown = [a.split(' ')[0] for a in page.locator('#play-fill .play-answer').all_inner_texts()]
+        assert shown == [w for w, _ in fill(model, tok, text)[0]]
+
 @pytest.mark.parametrize('kind, says', [('no snapshots', 'lists no snapshots'), ('one gone', 'the files chosen lack')])
 def test_a_run_directory_without_its_snapshots_gets_one_message(page, run30, snap30, tmp_path, kind, says):
     if kind == 'no snapshots': d = run30.parent
@@ -363,18 +398,22 @@ def test_a_run_directory_without_its_snapshots_gets_one_message(page, run30, sna
     page.wait_for_function("document.getElementById('play-msg').textContent !== ''")
     assert says in page.locator('#play-msg').inner_text() and page.locator('#play-model').inner_text() == before
 
-def test_exact_reach_runs_at_16_tokens_and_is_refused_at_17(page, kjv):
-    "The page computes the exact reach of a text of 16 tokens ([CLS] and [SEP] counted) and refuses 17's, saying so."
-    tok = kjv[1]
+def test_exact_reach_runs_up_to_the_models_limit_and_is_refused_past_it(page, kjv):
+    """The page computes the exact reach of a text up to the most tokens ([CLS] and [SEP] counted) whose n x d
+    tangents cost what 16 tokens of 2 layers of 128 (d_ff 512) do, and refuses one token more, saying so."""
+    tok, c = kjv[1], kjv[0].config
+    work = lambda n, d, L, ff: n * n * d * L * (4 * d * d + 2 * d * ff)  # n·d tangents, each n L (4d² + 2 d ff)
+    most = max(n for n in range(1, 17) if work(n, c.d_model, c.n_layers, c.d_ff) <= work(16, 128, 2, 512))
     shipped(page)
+    assert page.evaluate('BertNb.exactMax(BertNb.page.m.model.c)') == most and (c.d_model, most) != (128, 16)
     page.select_option('#play-samples', 'exact')
-    for n in (16, 17):
+    for n in (most, most + 1):
         text = ' '.join(['and'] * (n - 2))
         assert len(tok.encode(text)) == n
         page.fill('#play-text', text); page.click('#play-reach-run')
         reach = page.evaluate('BertNb.page.reachMap && Array.from(BertNb.page.reachMap)')
-        refused = 'a text of 16 tokens or fewer' in page.locator('#play-msg').inner_text()
-        assert (len(reach) == n * n and not refused) if n == 16 else (reach is None and refused)
+        refused = f'a text of {most} tokens or fewer' in page.locator('#play-msg').inner_text()
+        assert (len(reach) == n * n and not refused) if n == most else (reach is None and refused)
     page.select_option('#play-samples', '4')
 
 def test_a_click_in_the_lines_view_picks_the_row_under_it(page):

@@ -16,13 +16,22 @@ def run(model: Path, rows: list[list[int]], tmp_path: Path) -> subprocess.Comple
     (tmp_path / 'rows.json').write_text(json.dumps(rows))
     return subprocess.run(['node', str(PORT), str(model), str(tmp_path / 'rows.json')], capture_output=True, text=True)
 
-def test_the_shipped_model_as_pytorch_computes_it(tmp_path):
+SNAPSHOTS = Path(__file__).parents[1] / 'nbs' / 'kjv-snapshots'
+
+@pytest.mark.parametrize('snapshot', [None, 1, -1], ids=['model', 'early snapshot', 'late snapshot'])
+def test_the_shipped_model_as_pytorch_computes_it(tmp_path, snapshot):
+    "The shipped model, and two of its float16 snapshots (the page's slider) as PyTorch widens them to float32."
+    src = KJV
+    if snapshot is not None:  # the snapshot's weights in the shipped model's directory
+        src = tmp_path / 'snapshot'
+        shutil.copytree(KJV, src)
+        shutil.copyfile(sorted(SNAPSHOTS.glob('step-*.safetensors'))[snapshot], src / 'model.safetensors')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        model = load_bert(KJV).eval()
+        model = load_bert(src).float().eval()
     tok = WordPieceTokenizer.from_vocab(KJV)
     rows = [ids[:2] + [tok.mask_id] + ids[3:32] for ids in (tok.encode(v.text) for v in kjv_verses()[-50:])]
-    r = run(KJV, rows, tmp_path)
+    r = run(src, rows, tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     for ids, theirs in zip(rows, json.loads(r.stdout)):
         with torch.no_grad(): ours = model(torch.tensor([ids]))[0][0]
@@ -46,7 +55,7 @@ def test_a_file_that_is_not_such_a_model_is_refused(tmp_path, damage, says):
     if damage == 'encoder':
         save_bert(BertEncoder(BertConfig(8192, max_len=32, d_model=128, n_heads=2, n_layers=2, d_ff=512)), d)
     if damage == 'modernbert': conf['model_type'] = 'modernbert'
-    if damage == 'heads': conf['num_attention_heads'] = 3
+    if damage == 'heads': conf['num_attention_heads'] = 7  # divides no width a model is built with
     if damage in ('modernbert', 'heads'): (d / 'config.json').write_text(json.dumps(conf))
     r = run(d, [[2, 5, 3]], tmp_path)
     assert r.returncode != 0 and says in r.stderr, r.stderr[-500:]
@@ -57,4 +66,4 @@ def test_the_audits_javascript_cases():
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     assert len(out) >= 60 and {k: v for k, v in out.items() if v not in ('clear', 'correct')} == {}
-    assert sum(v == 'correct' for v in out.values()) == 12  # the valid edge cases, accepted
+    assert sum(v == 'correct' for v in out.values()) == 13  # the valid edge cases, accepted

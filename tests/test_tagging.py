@@ -2,7 +2,7 @@
 tokenisation per word, the head against transformers' BertForTokenClassification (both ways, in float64) and its
 pipeline, the batches against DataCollatorForTokenClassification, the scores against counts written out here, and
 the pair task of chapter 05 against the corpus and transformers; bad input refused."""
-import copy, unicodedata, warnings
+import copy, json, unicodedata, warnings
 from collections import Counter
 import numpy as np
 import pytest
@@ -327,10 +327,12 @@ def test_pair_texts_are_checked(tok):
     with pytest.raises(ValueError, match='a text a str or a'): fine_tune(clf, tok, [(('a', 1), 0)])
     with pytest.raises(TypeError, match='texts must be a list'): predict(clf, tok, [('a', 'b', 'c')])
 
+D = json.loads((KJV / 'config.json').read_text())['hidden_size']  # the shipped encoder's width
+
 # #56: a saved tagger is checked as save_tagger checks what it writes, and keeps its rate
 @pytest.mark.parametrize('config,weights,msg', [
-    (None, {'classifier.weight': torch.zeros(4, 128)}, r'classifier.weight \(n, 128\) and .bias \(n,\)'),
-    (None, {'classifier.bias': torch.zeros(3, 1)}, r'classifier.weight \(n, 128\) and .bias \(n,\)'),
+    (None, {'classifier.weight': torch.zeros(4, D)}, rf'classifier.weight \(n, {D}\) and .bias \(n,\)'),
+    (None, {'classifier.bias': torch.zeros(3, 1)}, rf'classifier.weight \(n, {D}\) and .bias \(n,\)'),
     ({'id2label': {'0': 1, '1': 2, '2': 3}}, None, 'distinct names'),
     ({'id2label': {'0': 'a', '1': 'a', '2': 'b'}}, None, 'distinct names'),
     ({'classifier_dropout': -1}, None, 'classifier_dropout'), ({'classifier_dropout': 1}, None, 'classifier_dropout')])

@@ -7,7 +7,7 @@ import { WordPiece } from '../ports/js/wordpiece.mjs';
 import { BertMLM, readSafetensors } from '../ports/js/bert.mjs';
 import { ModernBertMLM } from '../ports/js/modernbert.mjs';
 import { PCG32 } from '../ports/js/mask.mjs';
-import { loadModel, loadSnapshots, fillIds, drawMask } from '../ports/js/play.mjs';
+import { loadModel, loadSnapshots, loadShippedRun, fillIds, drawMask } from '../ports/js/play.mjs';
 
 const dir = process.argv[2];
 const files = { config: readFileSync(`${dir}/config.json`, 'utf8'), vocab: readFileSync(`${dir}/vocab.txt`, 'utf8'),
@@ -30,6 +30,7 @@ const header = (obj, data = new Uint8Array(0)) => {  // a safetensors file with 
   return out.buffer;
 };
 const withConfig = (change) => () => new BertMLM({ ...config, ...change }, weights);
+
 const ids = m.tok.encode('In the beginning God [MASK] the heaven');
 // a tiny ModernBERT built here (every weight 0.1): its constructor and calls get BertMLM's kinds of bad input
 const MB = { model_type: 'modernbert', vocab_size: 10, hidden_size: 4, num_hidden_layers: 2, num_attention_heads: 1,
@@ -47,6 +48,10 @@ put('model.final_norm.weight', 4); put('head.dense.weight', 4, 4); put('head.nor
 const metricsOf = (steps) => JSON.stringify({ eval: [{ step: 0, loss: 9 }], snapshots: steps.map((s) => (
   { step: s, dir: `snapshots/step-${String(s).padStart(6, '0')}`, loss: 1, acc: 0.5 })) });
 const twoDirs = { 'snapshots/step-000000': files, 'snapshots/step-000005': files };  // the same model twice
+// the site's shipped run, as tools/site.py writes it: the snapshots' weights base64, the last one the model's own
+const b64 = Buffer.from(files.safetensors).toString('base64');
+const shippedRun = (metrics, weights) => () => loadShippedRun({ config: files.config, vocab: files.vocab,
+                                                                safetensors: b64, run: { metrics, weights } });
 const mb = new ModernBertMLM(MB, mbWeights), withMB = (change) => () => new ModernBertMLM({ ...MB, ...change }, mbWeights);
 const bad = {
   'loadSnapshots of metrics not JSON': () => loadSnapshots('{', {}),
@@ -61,6 +66,9 @@ const bad = {
   'loadSnapshots of two vocabularies': () => loadSnapshots(metricsOf([0, 5]), { ...twoDirs,
     'snapshots/step-000005': { ...files, vocab: files.vocab.replace('\nthe\n', '\nthee\n') } }),
   'loadSnapshots of dirs null': () => loadSnapshots(metricsOf([0, 5]), null),
+  'loadShippedRun of a snapshot without its weights': shippedRun(metricsOf([0, 5]), {}),
+  'loadShippedRun of metrics without snapshots': shippedRun(JSON.stringify({ eval: [] }), {}),
+  'loadShippedRun of metrics null': shippedRun('null', {}),
   'ModernBertMLM of a config null': () => new ModernBertMLM(null, mbWeights),
   'ModernBertMLM of weights null': () => new ModernBertMLM(MB, null),
   'ModernBertMLM of model_type bert': withMB({ model_type: 'bert' }),
@@ -98,15 +106,15 @@ const bad = {
   'BertMLM of weights null': () => new BertMLM(config, null),
   'BertMLM of model_type modernbert': withConfig({ model_type: 'modernbert' }),
   'BertMLM of hidden_size 0': withConfig({ hidden_size: 0 }),
-  'BertMLM of hidden_size "128"': withConfig({ hidden_size: '128' }),
-  'BertMLM of 3 heads in 128': withConfig({ num_attention_heads: 3 }),
-  'BertMLM of 3 layers for 2 saved': withConfig({ num_hidden_layers: 3 }),
+  'BertMLM of hidden_size as a string': withConfig({ hidden_size: String(config.hidden_size) }),
+  'BertMLM of 7 heads (they divide no width a model is built with)': withConfig({ num_attention_heads: 7 }),
+  'BertMLM of one layer more than saved': withConfig({ num_hidden_layers: config.num_hidden_layers + 1 }),
   'BertMLM of vocab_size 10**13': withConfig({ vocab_size: 1e13 }),
   'BertMLM of max_position_embeddings 64 for 32 saved': withConfig({ max_position_embeddings: 64 }),
   'BertMLM of a weight named constructor': () => new BertMLM(config, { ...weights, 'bert.embeddings.LayerNorm.bias': undefined }),
   'forward of no ids': () => m.model.forward([]),
   'forward of a string': () => m.model.forward('1 2 3'),
-  'forward of 33 ids': () => m.model.forward(Array(33).fill(5)),
+  'forward of max_len + 1 ids': () => m.model.forward(Array(config.max_position_embeddings + 1).fill(5)),
   'forward of id 8192': () => m.model.forward([2, 8192, 3]),
   'forward of id -1': () => m.model.forward([2, -1, 3]),
   'forward of id 1.5': () => m.model.forward([2, 1.5, 3]),
@@ -148,6 +156,7 @@ const good = {
   'drawMask of a text longer than the rows': () => drawMask(m, 'the '.repeat(100), 5, 0.5),
   'PCG32 seed 2**64 - 1 as a string': () => new PCG32('18446744073709551615', 0),
   'loadSnapshots of two': () => loadSnapshots(metricsOf([5, 0]), twoDirs),
+  'loadShippedRun of two, the last the model': shippedRun(metricsOf([0, 5]), { 'snapshots/step-000000': b64 }),
   'ModernBertMLM forward and reach of 8 ids': () => { mb.forward(Array(8).fill(2)); mb.reach(Array(8).fill(2)); },
 };
 const out = {};

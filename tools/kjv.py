@@ -1,19 +1,37 @@
-"""Ship a finished run as the package's pretrained model: `python tools/kjv.py RUN DEST` copies RUN/model into DEST
-(the files transformers and bert-nb read) with the run's metrics.json (its losses, step by step, and its held-out
-curve, which the pretraining chapter draws), and writes its model card (README.md) and card.json, the figures that
-tests/test_kjv.py reproduces from the shipped weights."""
+"""Ship a finished run as the package's pretrained model: `python tools/kjv.py RUN DEST SNAPS` copies RUN/model into
+DEST (the files transformers and bert-nb read) with the run's metrics.json (its losses, step by step, its held-out
+curve, which the pretraining chapter draws, and its snapshots), and writes its model card (README.md) and card.json,
+the figures that tests/test_kjv.py reproduces from the shipped weights. The run's snapshots but the last (the model
+itself) go to SNAPS as float16 safetensors, a file a step: the site's slider and chapter 03 read them there, and the
+package (pip's download) goes without them."""
 import hashlib, json, platform, os, shutil, sys
 from pathlib import Path
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from bert_nb.pretrain import RunArgs
 
 RECIPE = ['vocab_size', 'max_len', 'batch_size', 'd_model', 'layers', 'heads', 'd_ff', 'dropout', 'lr', 'warmup',
-          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias']
+          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias', 'bf16']
 FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json',
          'special_tokens_map.json']
 
-def main(run: Path, dest: Path):
+def snapshots(run: Path, m: dict, snaps: Path) -> int:
+    "Each snapshot but the last as SNAPS/step-NNNNNN.safetensors in float16; the bytes of one."
+    last = load_file(run / m['snapshots'][-1]['dir'] / 'model.safetensors')
+    final = load_file(run / 'model' / 'model.safetensors')
+    if last.keys() != final.keys() or any(not torch.equal(last[k], final[k]) for k in last):
+        sys.exit(f"{run}: the last snapshot is not the model")
+    tmp = snaps.with_name(snaps.name + '.tmp')
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    for s in m['snapshots'][:-1]:
+        half = {k: v.half() for k, v in load_file(run / s['dir'] / 'model.safetensors').items()}
+        if not all(v.isfinite().all() for v in half.values()): sys.exit(f"{run}/{s['dir']}: past float16's range")
+        save_file(half, f := tmp / f"{Path(s['dir']).name}.safetensors", metadata={'format': 'pt'})
+        f.chmod(0o644)  # a plain file, as the model's are
+    shutil.rmtree(snaps, ignore_errors=True); os.rename(tmp, snaps)
+    return (snaps / f"{Path(m['snapshots'][0]['dir']).name}.safetensors").stat().st_size
+
+def main(run: Path, dest: Path, snaps: Path):
     m, a = (json.loads((run / f).read_text()) for f in ('metrics.json', 'args.json'))
     if not m['learned']: sys.exit(f"{run}: the run did not learn; not shipping it")
     tmp = dest.with_name(dest.name + '.tmp')
@@ -22,6 +40,7 @@ def main(run: Path, dest: Path):
     shutil.copyfile(run / 'metrics.json', tmp / 'metrics.json')
     weights = (tmp / 'model.safetensors').read_bytes()
     c, h = m['config'], m['held_out']
+    snap_bytes = snapshots(run, m, snaps)
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
     a.setdefault('freq_bias', False)  # a run from before the bias started at the frequencies
     given = [k for k in RECIPE if a[k] != getattr(RunArgs, k)]  # what differs from today's defaults
@@ -32,14 +51,16 @@ def main(run: Path, dest: Path):
                 steps=m['steps'], tokens=m['tokens'], held_out=h, baseline=m['baseline'], config=c,
                 parameters=n_params, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest(),
                 built_on=f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
-                train_s=m['wall_s'], tokens_per_s=m['tokens_per_s'])
+                train_s=m['wall_s'], tokens_per_s=m['tokens_per_s'],
+                snapshots=[s['step'] for s in m['snapshots']], snapshot_bytes=snap_bytes)
     (tmp / 'card.json').write_text(json.dumps(card, indent=1) + '\n')
     (tmp / 'README.md').write_text(f"""# bert-nb KJV: a small BERT that knows the words of the King James Bible
 
-A `BertForMLM` pretrained by bert-nb's default recipe on the corpus bundled with the package (31,102 verses of the
-King James Bible, public domain), for a fixed number of steps, so that chapters and readers have a trained model in
-seconds instead of a 5-minute run. Load it with `bert_nb.load_bert(bert_nb.KJV)` (its tokenizer:
-`WordPieceTokenizer.from_vocab(bert_nb.KJV)`), or with transformers' `BertForMaskedLM.from_pretrained`.
+A `BertForMLM` pretrained by bert-nb on the corpus bundled with the package (31,102 verses of the King James Bible,
+public domain), for a fixed number of steps that two CPU cores run in under an hour, so that chapters and readers
+have a trained model in seconds; its recipe was chosen by measurement (the Results page says how). Load it with
+`bert_nb.load_bert(bert_nb.KJV)` (its tokenizer: `WordPieceTokenizer.from_vocab(bert_nb.KJV)`), or with
+transformers' `BertForMaskedLM.from_pretrained`.
 
 | | |
 |---|---|
@@ -50,19 +71,20 @@ seconds instead of a 5-minute run. Load it with `bert_nb.load_bert(bert_nb.KJV)`
 | held-out masked-token accuracy | {h['acc']:.2%} on {h['n']:,} masked tokens of the 2% held-out split (p = 0.15, the evaluation stream) |
 | held-out loss | {h['loss']:.4f} nats |
 | always guessing the most frequent token ({m['baseline']['token']!r}) | {m['baseline']['acc']:.2%} |
-| built on | {card['built_on']}, {m['wall_s']:.0f} s |
+| built on | {card['built_on']}: trained in {m['wall_s'] / 60:.1f} minutes ({m['tokens_per_s']:,.0f} tokens/s) |
 | sha256 of model.safetensors | `{card['weights_sha256']}` |
 | training curve | `metrics.json`: the loss at every step and the held-out loss and accuracy every {m['eval'][1]['step']} steps |
+| snapshots | the model at steps {', '.join(f"{s['step']:,}" for s in m['snapshots'])} (`--snapshots {len(m['snapshots'])}`): the last is this model; the others, float16, {snap_bytes / 2**20:.1f} MiB each, are in the repository's `nbs/kjv-snapshots/` and in the site's play page, not in the package |
 
 `make kjv` rebuilds it: the same steps from the same seed on one PCG32 stream. On the machine that built it, and
 with the code that built it, the rebuild is bit for bit (the sha256 above); another CPU, or a change in how the code
 orders its arithmetic, rounds differently, and then the weights differ in the last bits while the held-out figures
 agree to a few thousandths.
 
-It is a small model trained for minutes on one book: it fills in the words of that book's English, not yours.
+It is a small model trained for an hour on one book: it fills in the words of that book's English, not yours.
 """)
     shutil.rmtree(dest, ignore_errors=True); os.rename(tmp, dest)
     print(f"shipped {run} as {dest}: {m['steps']} steps, held-out accuracy {h['acc']:.2%}, "
           f"{len(weights) / 2**20:.1f} MiB")
 
-if __name__ == '__main__': main(Path(sys.argv[1]), Path(sys.argv[2]))
+if __name__ == '__main__': main(*map(Path, sys.argv[1:4]))

@@ -847,8 +847,8 @@ FAULTS += [
           "${this.drawn.inputs.filter((t) => t === this.m.tok.ids.get('[MASK]')).length} positions picked", PAGE7),
     Fault('l28', 'a click in the lines view rounded to the nearest row', 'ports/js/play.mjs', 'export class Page',
           'Math.floor((e.clientY - r.top - 4) / 18)', 'Math.round((e.clientY - r.top - 4) / 18)', PAGE7),
-    Fault('l29', 'exact reach refused at 16 tokens', 'ports/js/play.mjs', 'export class Page',
-          'row.length > 16)', 'row.length >= 16)', PAGE7),
+    Fault('l29', "exact reach refused at the model's limit", 'ports/js/play.mjs', 'export class Page',
+          'row.length > most)', 'row.length >= most)', PAGE7),
 ]
 
 # The same exercise on the public surfaces added since the last release (1a61e96): three faults each that a careful
@@ -1067,7 +1067,7 @@ FAULTS += [
     Fault('l120', "the page's snapshots of two vocabularies taken", 'ports/js/play.mjs', 'export function loadSnapshots(',
           "if (snaps.some((s) => s.m.tok.tokens.join('\\n') !== vocab))", 'if (false)', SNAPS),
     Fault('l121', "the slider running the first snapshot wherever it stands", 'ports/js/play.mjs', 'export class Page',
-          'const s = this.run.snaps[i];', 'const s = this.run.snaps[0];', PAGESNAP),
+          'this.use(s.m, `${this.run.name}', 'this.use(this.run.snaps[0].m, `${this.run.name}', PAGESNAP),
     Fault('l122', "the curve's ring on the last snapshot wherever the slider stands", 'ports/js/play.mjs',
           'function lossCurve(', 'return { curve, dots, at: dots[i] };', 'return { curve, dots, at: dots.at(-1) };',
           PAGESNAP),
@@ -1102,6 +1102,16 @@ FAULTS += [
     Fault('l135', 'any name at all taken from the command', 'command.py', 'def __getattr__(',
           "if name not in _MOVED: raise AttributeError(", "if name not in _MOVED: return None; raise AttributeError(",
           NAMES),
+    # the shipped model's own snapshots on the page's slider, built into the site
+    Fault('l136', "a snapshot the site holds no weights for run as the shipped model", 'ports/js/play.mjs',
+          'export function loadShippedRun(', 'if (!Object.hasOwn(weights, dir)) throw',
+          'if (!Object.hasOwn(weights, dir)) return shipped.safetensors; throw', ['tests/test_port_bert.py', '-k', 'audits']),
+    Fault('l138', "the exact reach's limit of 2 layers of 128 kept for every model", 'ports/js/play.mjs',
+          'export const exactMax', '/ (d * L * (4 * d * d + 2 * d * ff))', '/ (128 * 2 * (4 * 128 ** 2 + 2 * 128 * 512))',
+          PAGE7),
+    Fault('l137', "every snapshot of the shipped run running the model's own weights", 'ports/js/play.mjs',
+          'export function loadShippedRun(', 'if (dir === last) return shipped.safetensors;',
+          'return shipped.safetensors;', PAGESNAP),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:
@@ -1128,6 +1138,7 @@ def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
         shutil.copytree(root / 'tests', d / 'tests', ignore=shutil.ignore_patterns('__pycache__', '.hypothesis'))
         shutil.copytree(root / 'ports', d / 'ports')  # the JavaScript the golden, port and page tests run
         shutil.copytree(root / 'tools', d / 'tools', ignore=shutil.ignore_patterns('__pycache__'))  # its bundler, audit
+        shutil.copytree(root / 'nbs' / 'kjv-snapshots', d / 'nbs' / 'kjv-snapshots')  # the shipped model's, for the page
         if fault: apply(fault, d)
         # the page's tests open the site built here (`make docs`), with the scratch copy's script put in its place
         env = dict(os.environ, PYTHONPATH=str(d), PYTHONDONTWRITEBYTECODE='1', BERT_NB_SITE=str(root / '_docs'))

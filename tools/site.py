@@ -147,14 +147,23 @@ def assets(dest: Path):
                 shim.write_bytes(t.extractfile('package/shim/index.js').read())
     for f in ('extra.css', 'mathjax-config.js'): shutil.copy(TEMPLATES / f, dest / f)
 
-def play(dest: Path, model: Path):
-    "The page's script and the shipped model as a script (base64): a page from file:// may not fetch a file."
+def play(dest: Path, model: Path, snapshots: Path):
+    """The page's script and the shipped model as a script (base64): a page from file:// may not fetch a file. Its
+    training's snapshots (float16, `snapshots`) go with it for the slider; the last one is the model itself."""
     import base64, json
+    b64 = lambda f: base64.b64encode(f.read_bytes()).decode()
     (dest / 'play').mkdir(parents=True, exist_ok=True)
     (dest / 'play' / 'bert-nb.js').write_text(bundle())
     shipped = {'name': 'the shipped model (bert_nb.KJV)', 'config': (model / 'config.json').read_text(),
-               'vocab': (model / 'vocab.txt').read_text(encoding='utf-8'),
-               'safetensors': base64.b64encode((model / 'model.safetensors').read_bytes()).decode()}
+               'vocab': (model / 'vocab.txt').read_text(encoding='utf-8'), 'safetensors': b64(model / 'model.safetensors')}
+    m = json.loads((model / 'metrics.json').read_text())
+    if m.get('snapshots'):  # a script a snapshot (its float16 weights in base64), loaded once the page is usable
+        shipped['run'] = {'metrics': json.dumps({k: m[k] for k in ('snapshots', 'eval')}), 'files': {}}
+        for s in m['snapshots'][:-1]:
+            name = f"kjv-{Path(s['dir']).name}.js"
+            shipped['run']['files'][s['dir']] = f'assets/play/{name}'
+            (dest / 'play' / name).write_text(f"(globalThis.BERT_NB_SNAPSHOTS ??= {{}})[{json.dumps(s['dir'])}] = "
+                                              f"'{b64(snapshots / (Path(s['dir']).name + '.safetensors'))}';\n")
     (dest / 'play' / 'kjv-model.js').write_text(f'globalThis.BERT_NB_SHIPPED = {json.dumps(shipped)};\n')
 
 VIEWER = '''<!doctype html>
@@ -199,7 +208,7 @@ def build(execute_nbs: bool = True):
     (SRC / 'api.md').write_text(api_page())
     shutil.copy(TEMPLATES / 'play.md', SRC / 'play.md')
     assets(SRC / 'assets')
-    play(SRC / 'assets', root / 'bert_nb' / 'models' / 'kjv')
+    play(SRC / 'assets', root / 'bert_nb' / 'models' / 'kjv', root / 'nbs' / 'kjv-snapshots')
     for png in SRC.rglob('*.png'): full_size(png)
     subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--quiet', '--strict', '-f', str(root / 'mkdocs.yml')],
                    check=True, env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})

@@ -46,9 +46,29 @@ export function loadSnapshots(metricsText, dirs) {  // dirs: {'snapshots/step-00
   return { snaps, curve };
 }
 
+// A script beside the page (a page from file:// may not fetch a file, but it may load a script)
+const script = (src) => new Promise((loaded, failed) => document.head.append(Object.assign(
+  document.createElement('script'), { src, onload: loaded, onerror: () => failed(new Error(`${src} did not load`)) })));
+
+const bytes = (base64) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)).buffer;
+
 export const loadShipped = (shipped) =>  // the model built into the site: its safetensors bytes are base64
-  loadModel({ config: shipped.config, vocab: shipped.vocab,
-              safetensors: Uint8Array.from(atob(shipped.safetensors), (c) => c.charCodeAt(0)).buffer });
+  loadModel({ config: shipped.config, vocab: shipped.vocab, safetensors: bytes(shipped.safetensors) });
+
+// The shipped model's own snapshots, built into the site beside it: its metrics.json and each snapshot's weights
+// (float16, base64, a script each: Page loads them after the model); the last snapshot is the shipped model,
+// whose float32 weights the site holds already.
+export function loadShippedRun(shipped) {
+  const { metrics, weights } = shipped.run, snaps = JSON.parse(metrics)?.snapshots;
+  if (!Array.isArray(snaps) || !snaps.length) throw new Error("the site's metrics list no snapshots");
+  const last = snaps.at(-1).dir, of = (dir) => {  // a snapshot's weights; the last's are the model's own
+    if (dir === last) return shipped.safetensors;
+    if (!Object.hasOwn(weights, dir)) throw new Error(`the site holds no weights for ${dir}`);
+    return weights[dir];
+  };
+  return loadSnapshots(metrics, Object.fromEntries(snaps.map(({ dir }) => [dir, {
+    config: shipped.config, vocab: shipped.vocab, safetensors: bytes(of(dir)) }])));
+}
 
 // The ids the model reads of a text's: at most its rows, [SEP] kept at the end (mlm_batch's truncation)
 export const cut = (ids, T) => (ids.length > T ? [...ids.slice(0, T - 1), ids.at(-1)] : ids);
@@ -161,6 +181,12 @@ function lossCurve(canvas, curve, snaps, i) {
   return { curve, dots, at: dots[i] };
 }
 
+// The most tokens whose exact reach the page computes: n tokens take n × d tangents, each a forward's work
+// (n L (4d² + 2 d ff) products), and the page allows what 16 tokens of 2 layers of 128 (ff 512) cost, a wait of
+// seconds; the shipped model's 4 layers of 192 get 6
+export const exactMax = ({ d, L, ff }) =>
+  Math.floor(Math.sqrt(16 ** 2 * 128 * 2 * (4 * 128 ** 2 + 2 * 128 * 512) / (d * L * (4 * d * d + 2 * d * ff))));
+
 // The page: one state, drawn again whenever it changes.
 export class Page {
   constructor(shipped) {
@@ -177,6 +203,20 @@ export class Page {
     $('play-snap').addEventListener('input', (e) => this.snap(Number(e.target.value)));
     $('play-attn').addEventListener('click', (e) => this.pick(e));
     this.update();
+    if (shipped.run) this.snapshots = this.shippedRun(shipped);
+  }
+  async shippedRun(shipped) {  // the shipped model's snapshots onto the slider, each a script of its own
+    const m = this.m, got = (globalThis.BERT_NB_SNAPSHOTS ??= {});
+    try {  // once the page has loaded: its first answers come first
+      if (document.readyState !== 'complete') await new Promise((loaded) => addEventListener('load', loaded));
+      for (const [dir, src] of Object.entries(shipped.run.files)) if (!Object.hasOwn(got, dir)) await script(src);
+      const run = loadShippedRun({ ...shipped, run: { metrics: shipped.run.metrics, weights: got } });
+      if (this.m !== m) return;  // another model was opened meanwhile: the page stays with it
+      this.run = { ...run, name: this.name };  // the last snapshot is the model in use: nothing is run again
+      Object.assign($('play-snap'), { max: run.snaps.length - 1, value: run.snaps.length - 1 });
+      $('play-snaps').hidden = false;
+      this.snapShown(run.snaps.length - 1);
+    } catch (e) { this.say(`The shipped model's snapshots did not load: ${e.message}`, true); }
   }
   use(m, name, keep = false) {  // keep: a snapshot of the same run, under the same text, hidden words and head
     this.m = m; this.name = name;
@@ -189,6 +229,7 @@ export class Page {
     const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i + 1}</option>`);
     $('play-layer').innerHTML = options(L, 'layer').join('');
     $('play-head').innerHTML = options(H, 'head').join('');
+    $('play-samples').querySelector('[value="exact"]').textContent = `exact (${exactMax(m.model.c)} tokens at most)`;
     if (keep) { $('play-layer').value = layer; $('play-head').value = head; }
   }
   say(text, error = false) { const m = $('play-msg'); m.textContent = text; m.className = error ? 'play-error' : ''; }
@@ -216,21 +257,28 @@ export class Page {
         if (at) (dirs[at[1]] ??= {})[kinds[at[2]]] = at[2] === 'model.safetensors' ? await f.arrayBuffer() : await f.text();
       }
       const run = loadSnapshots(await metrics.text(), dirs), name = (files[0].webkitRelativePath || 'your run').split('/')[0];
-      this.use(run.snaps.at(-1).m, name);
-      this.run = { ...run, name };
-      Object.assign($('play-snap'), { max: run.snaps.length - 1, value: run.snaps.length - 1 });
-      $('play-snaps').hidden = false;
-      this.snap(run.snaps.length - 1);
+      this.showRun(run, name);
       this.say(`Your run is open: ${run.snaps.length} snapshots, from step 0 to ${run.snaps.at(-1).step}.`);
     } catch (e) { this.say(`Not opened: ${e.message}`, true); }
+  }
+  showRun(run, name) {  // a run's snapshots on the slider, its last one in use
+    this.use(run.snaps.at(-1).m, name);
+    this.run = { ...run, name };
+    Object.assign($('play-snap'), { max: run.snaps.length - 1, value: run.snaps.length - 1 });
+    $('play-snaps').hidden = false;
+    this.snap(run.snaps.length - 1);
   }
   snap(i) {  // the run's snapshot i runs the page, under the same text
     const s = this.run.snaps[i];
     this.use(s.m, `${this.run.name}, step ${s.step}`, true);
+    this.snapShown(i);
+    this.update();
+  }
+  snapShown(i) {  // snapshot i's step and held-out figures, and the loss curve with its step ringed
+    const s = this.run.snaps[i];
     $('play-snap-out').textContent = `step ${s.step.toLocaleString('en')}: held-out loss ${s.loss.toFixed(3)}, ` +
       `masked-token accuracy ${(100 * s.acc).toFixed(1)}%`;
     this.curveDrawn = lossCurve($('play-curve'), this.run.curve, this.run.snaps, i);
-    this.update();
   }
   base() { return cut(this.m.tok.encode($('play-text').value), this.m.model.c.T); }  // the typed text's row
   row() {  // the ids the model reads: the text's, with the clicked positions hidden, or the drawn row
@@ -295,11 +343,12 @@ export class Page {
     this.focus = this.focus === i || i < 0 || i >= this.labels.length ? null : i;
     this.attention();
   }
-  reach() {  // exact reads n × d tangents: past 16 tokens that holds the page for seconds, so the estimate it is
+  reach() {  // exact reads n × d tangents through every layer: past exactMax tokens, the estimate it is
     const s = $('play-samples').value, samples = s === 'exact' ? null : Number(s), row = this.row();
-    if (samples === null && row.length > 16)
-      return this.say(`The exact reach of ${row.length} tokens would hold the page for seconds: choose random ` +
-                      'directions, or a text of 16 tokens or fewer.', true);
+    const most = exactMax(this.m.model.c);
+    if (samples === null && row.length > most)
+      return this.say(`The exact reach of ${row.length} tokens would hold the page for long: choose random ` +
+                      `directions, or a text of ${most} tokens or fewer.`, true);
     const t = performance.now();
     try { this.reachMap = this.m.model.reach(row, samples); }
     catch (e) { return this.say(`Could not run: ${e.message}`, true); }
