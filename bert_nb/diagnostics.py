@@ -244,19 +244,21 @@ def plot_layer(layer: BertLayer):
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #f0c0de55
-def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None):
-    "One heatmap per (T, T) attention map: rows are queries, columns keys."
+def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None, cols: int = 4):
+    "One heatmap per (T, T) attention map, at most `cols` a row (a layer's heads, say): rows are queries, columns keys."
     import matplotlib.pyplot as plt
-    maps = maps.detach().float().cpu().numpy()
-    fig, axs = plt.subplots(1, len(maps), figsize=(3.2 * len(maps) + 1, 3.4), squeeze=False)
-    for i, (ax, m, title) in enumerate(zip(axs[0], maps, titles)):
+    cols = min(check_int('cols', cols, 1), len(maps))
+    maps, rows = maps.detach().float().cpu().numpy(), -(-len(maps) // cols)
+    fig, axs = plt.subplots(rows, cols, figsize=(3.2 * cols + 1, 3.6 * rows), squeeze=False)
+    for i, (ax, m, title) in enumerate(zip(axs.flat, maps, titles)):
         im = ax.imshow(m, cmap='Blues', vmin=0, vmax=1)
-        ax.set(title=title, xlabel='key', ylabel='query' if i == 0 else '')
+        ax.set(title=title, xlabel='key', ylabel='query' if i % cols == 0 else '')
         if tokens is not None:
             ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
             ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
-    fig.subplots_adjust(wspace=0.4)
-    fig.colorbar(im, ax=axs[0], label='attention weight')
+    for ax in axs.flat[len(maps):]: ax.axis('off')
+    fig.subplots_adjust(wspace=0.4, hspace=0.6)
+    fig.colorbar(im, ax=axs, label='attention weight')
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #ae5641e8

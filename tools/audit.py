@@ -775,6 +775,17 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'check_type of a tuple of types': lambda: CK.check_type('x', 'a', (int, float)),
                     'check_like(integer) of a complex tensor': lambda: CK.check_like('m', torch.zeros(2, 8, dtype=torch.complex64), ids)}.items():
         c[f'round 7: {name}'] = lambda f=f: api(f)
+    # the attention maps at most cols a row
+    from bert_nb.diagnostics import plot_attention_maps
+    maps = torch.rand(3, 4, 4)
+    for name, f in {'plot_attention_maps cols 0': lambda: plot_attention_maps(maps, list('abc'), cols=0),
+                    "plot_attention_maps cols '2'": lambda: plot_attention_maps(maps, list('abc'), cols='2'),
+                    'plot_attention_maps cols True': lambda: plot_attention_maps(maps, list('abc'), cols=True),
+                    'plot_attention_maps cols 1.5': lambda: plot_attention_maps(maps, list('abc'), cols=1.5)}.items():
+        c[f'maps: {name}'] = lambda f=f: api(f)
+    for name, f in {'plot_attention_maps cols past the maps': lambda: plot_attention_maps(maps, list('abc'), cols=10),
+                    'plot_attention_maps cols 1': lambda: plot_attention_maps(maps, list('abc'), cols=1)}.items():
+        c[f'maps: {name}'] = lambda f=f: api(f, bad=False)
     # names that moved keep importing from their old home; a name that never was there is still an ImportError
     c['moved: from bert_nb.modernbert import a name it never had'] = lambda: api(
         lambda: exec('from bert_nb.modernbert import load_bert', {}))
