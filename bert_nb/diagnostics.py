@@ -244,8 +244,9 @@ def plot_layer(layer: BertLayer):
     return fig
 
 # %% ../nbs/13_diagnostics.ipynb #f0c0de55
-def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None, cols: int = 4):
-    "One heatmap per (T, T) attention map, at most `cols` a row (a layer's heads, say): rows are queries, columns keys."
+def plot_attention_maps(maps: torch.Tensor, titles: list[str], tokens: list[str] | None = None,
+                        cols: int = 4):
+    "One heatmap per (T, T) attention map, at most `cols` a row: rows are queries, columns keys."
     import matplotlib.pyplot as plt
     cols = min(check_int('cols', cols, 1), len(maps))
     maps, rows = maps.detach().float().cpu().numpy(), -(-len(maps) // cols)
