@@ -178,20 +178,15 @@ def test_attention_and_reach_are_transformers_and_attention_reach(page, kjv):
     n = len(ids)
     for l, heads in enumerate(js):  # float64 both sides: a few roundings of 1e-16 on probabilities under 1
         for h, a in enumerate(heads): assert np.abs(np.reshape(a, (n, n)) - theirs[l][0, h].numpy()).max() < 1e-12
-    reach = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids))', ids), (n, n))
-    ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(ids)).numpy()
-    assert np.abs(reach - ref).max() <= 1e-9 * ref.max()  # float64 through the layers and their derivatives
+    encoder = load_bert(KJV).double().eval().encoder
+    ref = attention_reach(encoder, torch.tensor(ids)).numpy()
     sampled = np.reshape(page.evaluate('ids => Array.from(BertNb.page.m.model.reach(ids, 64))', ids), (n, n))
     assert np.abs(sampled / ref - 1).max() < 0.5  # 64 directions: the estimate of |J|² has a spread of about 1/4
-    short = tok.encode('In the beginning')  # within the page's limit for an exact reach of this model
-    page.fill('#play-text', 'In the beginning')
-    page.select_option('#play-samples', 'exact'); page.click('#play-reach-run')
-    assert 'exact' in page.locator('#play-reach-out').inner_text()
-    ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(short)).numpy()
-    got = np.reshape(page.evaluate('Array.from(BertNb.page.reachMap)'), (len(short), len(short)))
-    assert np.abs(got - ref).max() <= 1e-9 * ref.max()
+    # the exact reach through the page's button: test_exact_reach_runs_up_to_the_models_limit_and_is_refused_past_it
+    page.select_option('#play-samples', 'exact')
     page.fill('#play-text', kjv_verses()[0].text + ' ' + kjv_verses()[1].text); page.click('#play-reach-run')
     assert 'would hold the page for long' in page.locator('#play-msg').inner_text()  # exact: short texts only
+    page.select_option('#play-samples', '4')
 
 @pytest.fixture(scope='module')
 def run30(tmp_path_factory):
@@ -400,20 +395,26 @@ def test_a_run_directory_without_its_snapshots_gets_one_message(page, run30, sna
 
 def test_exact_reach_runs_up_to_the_models_limit_and_is_refused_past_it(page, kjv):
     """The page computes the exact reach of a text up to the most tokens ([CLS] and [SEP] counted) whose n x d
-    tangents cost what 16 tokens of 2 layers of 128 (d_ff 512) do, and refuses one token more, saying so."""
+    tangents cost what 16 tokens of 2 layers of 128 (d_ff 512) do, attention_reach's to float64's rounding, and
+    refuses one token more, saying so."""
+    from bert_nb.diagnostics import attention_reach
     tok, c = kjv[1], kjv[0].config
     work = lambda n, d, L, ff: n * n * d * L * (4 * d * d + 2 * d * ff)  # n·d tangents, each n L (4d² + 2 d ff)
     most = max(n for n in range(1, 17) if work(n, c.d_model, c.n_layers, c.d_ff) <= work(16, 128, 2, 512))
     shipped(page)
     assert page.evaluate('BertNb.exactMax(BertNb.page.m.model.c)') == most and (c.d_model, most) != (128, 16)
     page.select_option('#play-samples', 'exact')
+    words = kjv_verses()[0].text.split()  # In the beginning God created ...: a prefix of n tokens
     for n in (most, most + 1):
-        text = ' '.join(['and'] * (n - 2))
-        assert len(tok.encode(text)) == n
+        text = next(t for k in range(1, 17) if len(tok.encode(t := ' '.join(words[:k]))) == n)
         page.fill('#play-text', text); page.click('#play-reach-run')
         reach = page.evaluate('BertNb.page.reachMap && Array.from(BertNb.page.reachMap)')
         refused = f'a text of {most} tokens or fewer' in page.locator('#play-msg').inner_text()
-        assert (len(reach) == n * n and not refused) if n == most else (reach is None and refused)
+        if n > most: assert reach is None and refused; continue
+        assert 'exact' in page.locator('#play-reach-out').inner_text() and not refused
+        ref = attention_reach(load_bert(KJV).double().eval().encoder, torch.tensor(tok.encode(text))).numpy()
+        got = np.reshape(reach, (n, n))
+        assert np.abs(got - ref).max() <= 1e-9 * ref.max()  # float64 through the layers and their derivatives
     page.select_option('#play-samples', '4')
 
 def test_a_click_in_the_lines_view_picks_the_row_under_it(page):
