@@ -84,6 +84,11 @@ def share_data(data: Path, k: int) -> Path:
     (text := data.with_name(f'share-{k}.txt')).write_text('\n'.join(train) + '\n')
     return prepare_data([text], data.with_name(f'share-{k}'), vocab=data / 'vocab.txt', say=lambda s: None)
 
+def own_rows(model, tok, rows, n: int) -> dict:
+    "Loss and accuracy on n of the model's own training rows, spread as load_data spreads the held-out sample."
+    pick = np.unique(np.linspace(0, len(rows) - 1, n).round().astype(np.int64))
+    return evaluate(model, tok, *rows.take(pick), seed=0)
+
 def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float | None = None, share: int = 1) -> dict:
     """One run of a candidate for `tokens` (rounded to whole steps) or for a budget of `seconds` (float32, the
     default evaluations), on every `share`-th training line, scored on seed 0's held-out blanks and on as many of
@@ -102,8 +107,7 @@ def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float |
         model, tok = load_model(Path(a.out) / 'model')
         held, rows = load_data(data, a.max_len), load_data(train_on, a.max_len)['rows']
         ev = evaluate(model, tok, held['held_rows'], held['held_lens'], seed=0)
-        pick = np.linspace(0, len(rows) - 1, len(held['held_rows'])).round().astype(np.int64)  # as load_data picks
-        seen = evaluate(model, tok, *rows.take(np.unique(pick)), seed=0)
+        seen = own_rows(model, tok, rows, len(held['held_rows']))
         _, base = frequency_baseline(tok, held['held_rows'])
     return dict(name=name, tokens=tokens, seconds_budget=seconds, seed=seed, share=share, steps=m['steps'],
                 seen=m['tokens'], acc=ev['acc'], loss=ev['loss'], train_acc=seen['acc'],
@@ -124,8 +128,7 @@ def score(out: Path, name: str, data: Path) -> dict:
     model, tok = load_model(out / 'model')
     held, rows = load_data(data, args['max_len']), load_data(out / 'data', args['max_len'])['rows']
     ev = evaluate(model, tok, held['held_rows'], held['held_lens'], seed=0)
-    pick = np.linspace(0, len(rows) - 1, len(held['held_rows'])).round().astype(np.int64)
-    seen = evaluate(model, tok, *rows.take(np.unique(pick)), seed=0)
+    seen = own_rows(model, tok, rows, len(held['held_rows']))
     _, base = frequency_baseline(tok, held['held_rows'])
     return dict(name=name, tokens=float(m['tokens']), seconds_budget=None, seed=args['seed'], share=1,
                 steps=m['steps'], seen=m['tokens'], acc=ev['acc'], loss=ev['loss'], train_acc=seen['acc'],
