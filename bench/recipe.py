@@ -16,10 +16,10 @@ a time, each pinned to one core, `--threads 2` one at a time on two, so that eve
     python bench/recipe.py --score runs/kjv-drop --only l4-w192-drop01   # a finished hour's run of that candidate
     python bench/recipe.py --table            # the table of every result saved so far (bench/recipe.json)
 
-An hour's run passes over the training split about 70 times, where a search run at 16 M tokens passes 17 times: what
-overfits only in the long run shows there. `--share K` trains on every K-th training line (the same vocabulary, the
-same held-out blanks), so that 1/K of the tokens make as many passes: a small stand-in for the long run, which every
-result pays for with its accuracy on as many of its own training rows (`train_acc`) beside the held-out one.
+An hour's run passes over the training split 71 times, a search run at 16 M tokens 17 times: what overfits only in
+the long run shows there. `--share K` trains on every K-th training line (the same vocabulary, the same held-out
+blanks), so that 1/K of the tokens make as many passes: a small stand-in for the long run. Every result records its
+accuracy on as many of its own training rows (`train_acc`) beside the held-out one: their gap is what it memorised.
 """
 import argparse, fcntl, json, os, statistics, sys, tempfile, time, warnings
 import multiprocessing as mp
@@ -120,8 +120,7 @@ def score(out: Path, name: str, data: Path) -> dict:
     fields) scored as run() scores its own: an hour's run is too long to run again here."""
     args = json.loads((out / 'args.json').read_text())
     want = asdict(replace(RunArgs(), **{**BEFORE, 'bf16': False, **CANDIDATES[name]}))  # as run() trains it
-    where = {'corpus', 'encoding', 'vocab', 'init', 'data', 'minutes', 'steps', 'compile', 'evals', 'snapshots',
-             'seed', 'out'}
+    where = {'data', 'minutes', 'steps', 'compile', 'evals', 'snapshots', 'seed', 'out'}  # the bundled corpus only
     if differ := {k: (args.get(k), v) for k, v in want.items() if k not in where and args.get(k) != v}:
         raise SystemExit(f"{out} is not a run of {name}: (its, the candidate's) {differ}")
     m = json.loads((out / 'metrics.json').read_text())
@@ -172,7 +171,10 @@ def main():
     p.add_argument('--table', action='store_true', help='print the saved results and exit')
     ns = p.parse_args()
     if ns.share < 1: p.error(f'--share must be 1 or more, got {ns.share}')
-    if ns.score and len(ns.only) != 1: p.error(f'--score needs the one candidate it ran (--only NAME), got {ns.only}')
+    if ns.score and len(ns.only) != 1:
+        p.error(f'--score needs the one candidate it ran (--only NAME), got {len(ns.only)} candidates')
+    if ns.score and not all((ns.score / f).exists() for f in ('args.json', 'metrics.json', 'model', 'data')):
+        p.error(f'--score needs a finished run directory (args.json, metrics.json, model/, data/), got {ns.score}')
     if ns.score:
         with tempfile.TemporaryDirectory() as d:
             data = prepare_data([DEFAULT_CORPUS], Path(d) / 'data', say=lambda s: None)
