@@ -25,7 +25,13 @@ SHIPPED = "round(shipped['held_out']['acc'], 3)"  # chapter 03's metrics of the 
 FREQ = ("(lambda r: np.bincount(r[~np.isin(r, special_ids(tok_a))]).max() / (~np.isin(r, special_ids(tok_a))).sum())"
         "(prepare(a)['held_rows'])")
 
-# notebook -> [(the answer line of a checking cell, the right answer, {the likely wrong answer: why it is likely})]
+# Where the fresh discriminator settles on "original", found + kept can come within the check's 5e-3 of 1 (it did on
+# AVX512 oneDNN kernels): then `1 - found` is the right number, and no check can tell the formula from the answer.
+MISSED_APART = ("abs(1 - float(np.mean(cold_curves['disc_replaced'][-20:])) "
+                "- float(np.mean(cold_curves['disc_original'][-20:]))) > 5e-3")
+
+# notebook -> [(the answer line of a checking cell, the right answer, {the likely wrong answer: why it is likely})];
+# a why may come with a condition, code the kernel evaluates after the right answer: refused only where it holds
 ANSWERS = {
     '00_rng': [
         ('rejected, bias = None, None', '1, 2 / (3 * 2**32)',
@@ -95,7 +101,7 @@ ANSWERS = {
         ('found_cold, kept_cold = None, None', f"{COLD}, float(np.mean(cold_curves['disc_original'][-20:]))",
          {"float(np.mean(warm_curves['disc_replaced'][-20:])), float(np.mean(warm_curves['disc_original'][-20:]))":
               'the warm pair read', "float(np.mean(cold_curves['disc_replaced'][-20:])), 1 - float(np.mean(cold_curves['disc_replaced'][-20:]))":
-              'kept taken as the replacements missed'}),
+              ('kept taken as the replacements missed', MISSED_APART)}),
     ],
     '05_finetune': [
         ('by_chance = None',
@@ -142,6 +148,7 @@ for _line, _runs in {todo!r}:
     for _src, _want, _why in _runs:
         _r = get_ipython().run_cell(_src, silent=True)
         _e = _r.error_before_exec or _r.error_in_exec
+        if _want not in ('pass', 'refuse'): _want = 'refuse' if get_ipython().ev(_want) else 'pass'
         if _want == 'pass' and _e is not None: _found.append(f'{{_line}}: {{_why}} answer refused: {{_e!r}}'[:300])
         if _want != 'pass' and not (isinstance(_e, AssertionError) and _re.search({refused!r}, str(_e))):
             _found.append(f'{{_line}}: {{_why}}: not refused with its reason ({{_e!r}})'[:300])
@@ -156,7 +163,8 @@ def trial(stem: str) -> str:
     for line, right, wrongs in ANSWERS[stem]:
         cell = next(c for c in cells if line in c)
         todo.append((line, [(cell, 'pass', 'unanswered'), (answered(cell, line, right), 'pass', 'the right')]
-                     + [(answered(cell, line, w), 'refuse', why) for w, why in wrongs.items()]))
+                     + [(answered(cell, line, w), *(why[::-1] if isinstance(why, tuple) else ('refuse', why)))
+                        for w, why in wrongs.items()]))
     return TRIAL.format(todo=todo, refused=REFUSED)
 
 def found(outputs: list[str]) -> list[str]:
@@ -205,6 +213,19 @@ def test_a_rounded_answer_is_right_where_the_question_asks_for_a_share():
     check = runpy.run_path(str(NBS / 'exercises.py'))['check']
     for right in (2 / 3, 0.667, 0.6667, 0.66667): check('07.2', right)
     for wrong in (0.675, 0.66, 0.6): pytest.raises(AssertionError, check, '07.2', wrong)
+
+def test_a_wrong_formula_is_named_only_where_it_gives_another_number():
+    """04 Ex 3: `1 - found` for kept is refused with its reason where the run's shares are apart, and is the right
+    answer where they sum to 1: curves made here, the shares their means over the last 20 steps."""
+    import runpy
+    check = runpy.run_path(str(NBS / 'exercises.py'))['check']
+    warm = {'disc_replaced': [0.6] * 40, 'disc_original': [0.9] * 40}
+    apart = {'disc_replaced': [0.5] * 20 + [0.05] * 20, 'disc_original': [0.7] * 20 + [0.9] * 20}
+    check('04.3', 0.05, 0.9, cold=apart, warm=warm)
+    with pytest.raises(AssertionError, match='not of replacements missed'):
+        check('04.3', 0.05, 0.95, cold=apart, warm=warm)
+    summed = {'disc_replaced': [0.5] * 20 + [0.05] * 20, 'disc_original': [0.7] * 20 + [0.952] * 20}
+    check('04.3', 0.05, 1 - 0.05, cold=summed, warm=warm)  # 0.002 from kept: within the check's 5e-3
 
 def test_the_answer_checks_are_hidden_in_jupyter_too():
     """The hidden cells under the worked answers hold the answers' numbers: the site drops them (`#| hide`), and
