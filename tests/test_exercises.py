@@ -16,7 +16,7 @@ KEPT = ("(lambda b: float(((np.asarray(b[1]) == b[0]) & ~np.isin(b[0], special_i
         " / (~np.isin(b[0], special_ids(tok))).sum()))(" + BATCH + ")")
 LABELS = "int((np.asarray(" + BATCH + "[2]) != -100).sum())"
 COLD = ("float(np.mean((cold_curves := train_electra(Electra(shipped.config, gen_layers=1, rng=PCG32(0)), rows32, "
-        "300, tok, PCG32(0, 1), PCG32(0, 2), batch_size=32, p=0.4, lr=1e-3))['disc_replaced'][-20:]))")
+        "160, tok, PCG32(0, 1), PCG32(0, 2), batch_size=32, p=0.4, lr=1e-3))['disc_replaced'][-20:]))")
 LORDS = ("sum(p == t for ps, (ws, ts) in zip(predict_tags({m}, tok, [w for w, _ in demo.test]), demo.test) "
          "for w, p, t in zip(ws, ps, ts) if w == 'lord')")
 RANDOM = ("(lambda r: (fine_tune_tagger(r, tok, demo.train, epochs=2, lr=2e-3), r)[1])(TokenClassifier("
