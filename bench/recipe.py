@@ -73,6 +73,7 @@ CANDIDATES = {
     'l4-w192-len64': dict(WIDE, d_model=192, heads=3, d_ff=768, max_len=64, batch_size=32),
     'l4-w192-drop01': dict(WIDE, d_model=192, heads=3, d_ff=768, dropout=0.1),
     'l4-w192-wd01': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.1),
+    'l4-w192-wd03': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.3),
     'l4-w192-mask20': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.2),
     'l4-w192-mask50': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.5),
 }
@@ -133,7 +134,7 @@ def score(out: Path, name: str, data: Path) -> dict:
                 steps=m['steps'], seen=m['tokens'], acc=ev['acc'], loss=ev['loss'], train_acc=seen['acc'],
                 learned=ev['acc'] >= base + LEARNED, tokens_per_s=m['tokens_per_s'], seconds=m['wall_s'],
                 machine=machine(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'),
-                run=f"bert-nb train --steps {m['steps']}")
+                run=f"a finished run of {m['steps']} steps")
 
 def _pin(cores):
     "A job's process: cores of its own, a thread on each, freed memory kept (as `bert-nb train` does)."
