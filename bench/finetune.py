@@ -81,11 +81,12 @@ def table(results: list[dict]):
 def load() -> list[dict]: return json.loads(SAVED.read_text())['runs'] if SAVED.exists() else []
 
 def save(new: list[dict]):
-    "Add (or replace) results; read the file again first, so that runs side by side keep each other's."
-    key = lambda r: (r['model'], r['task'], r.get('lr'), r.get('seed'), r.get('split'))
+    """Add results, replacing every earlier one of the same model and task (a run again may choose another rate: the
+    old rate's seeds must go too); read the file again first, so that runs side by side keep each other's."""
+    done = {(n['model'], n['task']) for n in new}
     with open(SAVED.with_suffix('.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        keep = [r for r in load() if key(r) not in {key(n) for n in new}]
+        keep = [r for r in load() if (r['model'], r['task']) not in done]
         SAVED.write_text(json.dumps(dict(machine=machine(), runs=keep + new)) + '\n')
 
 if __name__ == '__main__': sys.exit(main())
