@@ -30,8 +30,8 @@ demo: .venv/.installed
 KJV_STEPS := 32000
 kjv: .venv/.installed
 	rm -rf runs/kjv
-	.venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 --bf16 --evals 20 \
-	  --snapshots 6 --out runs/kjv --quiet
+	.venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 --bf16 --shift \
+	  --weight-decay 0.3 --evals 20 --snapshots 6 --out runs/kjv --quiet
 	$(PY) tools/kjv.py runs/kjv bert_nb/models/kjv nbs/kjv-snapshots
 
 # The chapters as a static site in _docs/ (mkdocs-material, from the notebooks run in a Jupyter kernel; slow cells

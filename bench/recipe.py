@@ -74,6 +74,8 @@ CANDIDATES = {
     'l4-w192-drop01': dict(WIDE, d_model=192, heads=3, d_ff=768, dropout=0.1),
     'l4-w192-wd01': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.1),
     'l4-w192-wd03': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.3),
+    'l4-w192-shift': dict(WIDE, d_model=192, heads=3, d_ff=768, shift=True),
+    'l4-w192-wd03-shift': dict(WIDE, d_model=192, heads=3, d_ff=768, weight_decay=0.3, shift=True),
     'l4-w192-mask20': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.2),
     'l4-w192-mask50': dict(WIDE, d_model=192, heads=3, d_ff=768, mask_p=0.5),
 }
@@ -119,7 +121,7 @@ def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float |
 def score(out: Path, name: str, data: Path) -> dict:
     """A finished `bert-nb train --steps` run of candidate `name` (its args.json checked against the candidate's
     fields) scored as run() scores its own: an hour's run is too long to run again here."""
-    args = json.loads((out / 'args.json').read_text())
+    args = {'shift': False, **json.loads((out / 'args.json').read_text())}  # a run from before the shift: none
     want = asdict(replace(RunArgs(), **{**BEFORE, 'bf16': False, **CANDIDATES[name]}))  # as run() trains it
     where = {'data', 'minutes', 'steps', 'compile', 'evals', 'snapshots', 'seed', 'out'}  # the bundled corpus only
     if differ := {k: (args.get(k), v) for k, v in want.items() if k not in where and args.get(k) != v}:

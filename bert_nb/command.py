@@ -76,14 +76,15 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
         t.add_argument(size, type=_int(1), default=getattr(d, size[2:].replace('-', '_')))
     t.add_argument('--dropout', type=_float(0, 0.99, lo_open=False), default=d.dropout)
     t.add_argument('--lr', type=_float(0, 1), default=d.lr)
-    t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p,
-                   help='masking rate in training (evaluation uses 0.15)')
+    t.add_argument('--weight-decay', type=_float(0, 1, lo_open=False), default=d.weight_decay)
+    t.add_argument('--mask-p', type=_float(0, 1), default=d.mask_p, help='in training (evaluation: 0.15)')
     t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help="the sinusoids' amplitude")
     t.add_argument('--minutes', type=_float(0), help=f'the budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
     t.add_argument('--snapshots', type=_int(2), metavar='N', help='keep N models, at log-spaced steps')
     for flag, what in (('--sin-pos', 'start the position table from sinusoids'),
                        ('--freq-bias', "start the decoder's bias at the training tokens' log-frequencies"),
+                       ('--shift', "cut each epoch's rows at a new offset: new windows on every pass"),
                        ('--bf16', 'bf16 autocast in training (default: in a --minutes run, where native)'),
                        ('--compile', "torch.compile the training step (off: it eats a short run's warmup)")):
         t.add_argument(flag, action=argparse.BooleanOptionalAction, help=what,
@@ -92,8 +93,7 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--seed', type=_int(0, 2**64 - 1), default=d.seed)
     t.add_argument('--out', type=_path, help='output directory (default runs/<timestamp>)')
     t.add_argument('--resume', type=_path, metavar='DIR', help='continue the interrupted run in DIR')
-    t.add_argument('--stop-at', type=_int(1), metavar='STEP',
-                   help='stop after STEP steps, resumable (for chunked runs)')
+    t.add_argument('--stop-at', type=_int(1), metavar='STEP', help='stop after STEP steps, resumable')
     t.add_argument('--quiet', action='store_true', help='no progress bar')
     t.add_argument('--timeout', type=_float(0, 86_400), default=300,
                    help='under torchrun: seconds a process waits for a silent peer before the run fails')

@@ -275,15 +275,22 @@ class TokenRows:
     def subset(self, which: slice) -> TokenRows:
         return TokenRows(self.stream, self.T, self.tok, self.which[which])
 
-    def take(self, idx) -> tuple[np.ndarray, np.ndarray]:
-        "(ids (B, max_len) int64, lengths (B,)) of rows `idx`: [CLS], the row's tokens, [SEP], [PAD]s."
-        idx = np.asarray(idx)
-        if idx.size and idx.dtype.kind not in 'iu':
-            raise TypeError(f"row indices must be integers, got {idx.dtype} ({idx.ravel()[0]!r})")
+    def take(self, idx, shift=0) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (B, max_len) int64, lengths (B,)) of rows `idx`: [CLS], the row's tokens, [SEP], [PAD]s; each
+        row cut `shift` tokens later in the stream (one for all or one a row, below max_len - 2)."""
+        idx, shift = np.asarray(idx), np.asarray(shift)
+        for name, x in (('row indices', idx), ('shift', shift)):
+            if x.size and x.dtype.kind not in 'iu':
+                raise TypeError(f"{name} must be integers, got {x.dtype} ({x.ravel()[0]!r})")
         idx = idx.astype(np.int64)
         if idx.size and not (0 <= idx.min() and idx.max() < len(self)):
             raise IndexError(f"row {idx.min() if idx.min() < 0 else idx.max()} of {len(self)} rows")
-        starts = (self.which.start + self.which.step * idx) * self.body
+        if shift.ndim > 1 or shift.ndim == 1 and len(shift) != len(idx):
+            raise ValueError(f"shift must be one number or one a row ({len(idx)}), got shape {shift.shape}")
+        if shift.size and not (0 <= shift.min() and shift.max() < self.body):
+            bad = shift.min() if shift.min() < 0 else shift.max()
+            raise ValueError(f"shift must be in [0, {self.body}), got {bad}")
+        starts = (self.which.start + self.which.step * idx) * self.body + shift.astype(np.int64)
         ids = np.full((len(starts), self.T), self.tok.pad_id, np.int64)
         lens = np.empty(len(starts), np.int64)
         for r, a in enumerate(starts.tolist()):

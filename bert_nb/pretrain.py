@@ -90,23 +90,27 @@ def time_factor(share: float, warmup: float) -> float:
 
 # %% ../nbs/03_pretrain.ipynb #0828fcb5
 class Batches:
-    "Row indices in PCG32-shuffled epochs, B at a time; `state()` / `load()` for resuming."
-    def __init__(self, n_rows: int, batch_size: int, rng: PCG32):
-        self.n, self.b, self.rng = n_rows, batch_size, rng
+    "Row indices in PCG32-shuffled epochs, B at a time (and a shift below `n_shifts` an epoch); resumable."
+    def __init__(self, n_rows: int, batch_size: int, rng: PCG32, n_shifts: int = 0):
+        self.n, self.b, self.rng, self.n_shifts, self.shift = n_rows, batch_size, rng, n_shifts, 0
         self.start, self.perm, self.pos = [rng.state, rng.inc], np.zeros(0, np.int64), 0
 
     def next_epoch(self):
         "Draw the next epoch's order now (`next` does when an epoch ends)."
         self.start = [self.rng.state, self.rng.inc]  # the generator before this epoch's permutation
         self.perm, self.pos = shuffle(self.n, self.rng), 0
+        if self.n_shifts > 1: self.shift = self.rng.below(self.n_shifts)  # after the permutation
 
     def next(self) -> np.ndarray:
         out = self.perm[self.pos:self.pos + self.b]
         self.pos += len(out)
+        shifts = [np.full(len(out), self.shift)]
         while len(out) < self.b:  # the epoch ends inside this batch: the next epoch fills it
             self.next_epoch()
             self.pos = self.b - len(out)
             out = np.concatenate([out, self.perm[:self.pos]])
+            shifts.append(np.full(len(out) - sum(map(len, shifts)), self.shift))
+        self.shifts = np.concatenate(shifts)  # each row's, its epoch's
         return out
 
     def state(self) -> dict: return dict(start=self.start, pos=self.pos, drawn=len(self.perm) > 0)
@@ -257,9 +261,9 @@ class RunArgs:
     heads: int = 2
     d_ff: int = 512
     dropout: float = 0.0                        # five minutes of data cannot be overfitted
-    lr: float = 2e-3
+    lr: float = 2e-3; weight_decay: float = 0.01  # AdamW's (the decay: of the matrices)
     warmup: float = 0.05                        # share of the steps (or of the --minutes budget)
-    weight_decay: float = 0.01
+    shift: bool = False                         # each epoch cuts the rows at a new offset: new windows a pass
     mask_p: float = 0.4                         # in training; evaluation masks 0.15
     arch: str = 'bert'                          # or 'modernbert': chapter 06's encoder, at the same size
     sin_pos: bool = True                        # start the position table from sinusoids

@@ -137,7 +137,7 @@ class _Run:
             warmup = max(1, round(a.warmup * a.steps))
             self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, a.steps, warmup))
         self.mask_rng = PCG32(a.seed, self.rank)
-        self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER))
+        self.batches = Batches(len(self.rows), a.batch_size, PCG32(a.seed, ORDER), a.shift * (a.max_len - 2))
         self.tally = MaskTally(a.max_len, self.tok.mask_id)
         self.step, self.tokens, self.metrics, self.first_step_s = 0, 0, dict(train=[], eval=[]), None
         self.eval_s, self.done, self.snaps = 0.0, False, _snapshot_steps(a.snapshots, a.steps, a.minutes)
@@ -200,7 +200,7 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
         if not steps:
             for g in r.opt.param_groups: g['lr'] = a.lr * time_factor(e / r.budget.train_s, a.warmup)
         t = r.budget.spent_s()  # the step's seconds, on the budget's clock
-        ids, n = r.rows.take(r.batches.next())
+        ids, n = r.rows.take(r.batches.next(), r.batches.shifts)
         ids, inputs, labels, args = _masked(ids, n, r.tok, a.mask_p, r.mask_rng, r.device)
         loss = _train_step(r, args)
         if not math.isfinite(loss):

@@ -207,6 +207,17 @@ def test_row_indices_must_be_integers(data):
     with pytest.raises(TypeError, match=r'row indices must be integers, got float64'): rows.take([0.7])
     assert rows.take(np.array([], np.int64))[0].shape == (0, 32)
 
+@pytest.mark.parametrize('shift,error,says', [(-1, ValueError, r'shift must be in \[0, 30\), got -1'),
+    (30, ValueError, r'shift must be in \[0, 30\), got 30'), ([0, 31], ValueError, 'got 31'),
+    (1.5, TypeError, 'shift must be integers, got float64'), ('1', TypeError, 'shift must be integers'),
+    ([1, 2, 3], ValueError, r'shift must be one number or one a row \(2\), got shape \(3,\)'),
+    ([[1], [2]], ValueError, r'got shape \(2, 1\)')])
+def test_a_shift_is_below_the_body(data, shift, error, says):
+    "A shift of a whole body (30 tokens in rows of 32) or more cuts the next row: refused, as is a shift a row too few."
+    rows = load_data(data, 32)['rows']
+    with pytest.raises(error, match=says): rows.take([0, 1], shift)
+    assert rows.take([0, 1], [0, 29])[1].tolist() == [32, 32]
+
 @pytest.mark.parametrize('change', ['another text', 'another seed', 'a token renamed'])
 def test_resume_refuses_other_data(data, corpus, tmp_path, change):
     "Steps 1-3 on one text, then `prepare` again into the same directory: --resume trained 4-8 on the other (#36)."

@@ -70,6 +70,41 @@ def test_a_resumed_order_continues_where_it_stopped():
         b = Batches(13, 5, PCG32(99, ORDER)); b.load(s)
         assert [b.next().tolist() for _ in range(4)] == [a.next().tolist() for _ in range(4)], k
 
+@pytest.mark.parametrize('n,b,k', [(10, 3, 7), (5, 8, 4), (100, 32, 30), (9, 4, 1)])
+def test_each_epoch_draws_its_shift_after_its_order(n, b, k):
+    """Batches(n_shifts=k): each epoch its Fisher-Yates permutation, then its shift, a bounded draw below k (none for
+    k = 1: shift 0), on the ORDER stream; `shifts` gives each row of a batch its own epoch's shift."""
+    ref, order, shift = RefPCG(4, ORDER), [], []
+    for _ in range(8):
+        order += fisher_yates(n, ref)
+        shift += [ref.bounded(k) if k > 1 else 0] * n
+    batches, got, got_shifts = Batches(n, b, PCG32(4, ORDER), k), [], []
+    while len(got) + b <= 6 * n:  # within the epochs replayed
+        got += batches.next().tolist(); got_shifts += batches.shifts.tolist()
+    assert got == order[:len(got)] and got_shifts == shift[:len(got)]
+    assert len(got) >= 2 * n and (k == 1 or len(set(got_shifts)) > 1)  # epochs apart, shifts apart
+
+def test_a_resumed_order_continues_with_its_shifts():
+    "state() then load(): the same batches and the same shifts from there on, a shift an epoch as before."
+    a = Batches(13, 5, PCG32(1, ORDER), 30)
+    for k in range(9):
+        s = a.state()
+        b = Batches(13, 5, PCG32(99, ORDER), 30); b.load(s)
+        for _ in range(4):
+            assert b.next().tolist() == a.next().tolist() and b.shifts.tolist() == a.shifts.tolist(), k
+
+def test_a_shifted_row_is_the_stream_from_its_row_start_plus_its_shift():
+    "take(idx, shift): [CLS], the body's max_len - 2 tokens of the stream from idx * body + shift, [SEP]; one a row."
+    tok = WordPieceTokenizer.from_tokens(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(995)])
+    stream = 5 + np.arange(995)  # each token its place: a row says where it was cut
+    rows, body = TokenRows(stream, 16, tok), 14
+    idx, shift = np.array([0, 3, 70, 71]), np.array([13, 0, 5, 9])  # 72 rows: 70 ends early, 71 (one token) is empty
+    ids, lens = rows.take(idx, shift)
+    for r, (i, s) in enumerate(zip(idx.tolist(), shift.tolist())):
+        want = stream[i * body + s:i * body + s + body].tolist()
+        assert ids[r, :lens[r]].tolist() == [2] + want + [3] and (ids[r, lens[r]:] == 0).all(), (i, s)
+    assert lens.tolist() == [16, 16, 2 + 995 - 70 * 14 - 5, 2] and np.array_equal(rows.take(idx, 5)[0][2], ids[2])
+
 def test_the_mask_rate_statistics_are_the_counts_of_the_masks(tmp_path):
     """What the mask-rate figures draw, counted here from mlm_mask's own output on the same stream: the picked share
     per batch, the three outcomes, the pick rate per position; and the exact shares from the definition."""

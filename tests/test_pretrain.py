@@ -66,6 +66,30 @@ def test_resume_equals_uninterrupted(corpus, run, tmp_path):
     assert [ma['held_out'][k] for k in ('loss', 'acc', 'n')] == [mb['held_out'][k] for k in ('loss', 'acc', 'n')]
     assert [t[2] for t in ma['train']] == [t[2] for t in mb['train']]  # the same losses, step by step
 
+def test_a_shifted_run_takes_the_rows_its_epochs_shifts_cut(corpus, run, tmp_path, monkeypatch):
+    """--shift: every step's rows are the ones a Batches of max_len - 2 shifts gives, cut at its shifts (the order and
+    the draws have their own oracle in test_oracles.py), over epochs; --weight-decay is AdamW's decay of the matrices."""
+    import bert_nb.run as R
+    from bert_nb.data import TokenRows
+    from bert_nb.pretrain import Batches, ORDER, make_optimizer
+    from bert_nb.rng import PCG32
+    taken, take, decays = [], TokenRows.take, []
+    def spy(self, idx, shift=0):
+        if len(idx) == 8: taken.append((len(self), np.asarray(idx).tolist(), np.broadcast_to(shift, len(idx)).tolist()))
+        return take(self, idx, shift)
+    monkeypatch.setattr(TokenRows, 'take', spy)
+    monkeypatch.setattr(R, 'make_optimizer', lambda *a: (o := make_optimizer(*a), decays.append(o.param_groups))[0])
+    args = ['--corpus', str(corpus), '--vocab', str(run / 'vocab.txt'), '--weight-decay', '0.25'] + TINY
+    assert main(args + ['--steps', '80', '--max-len', '64', '--shift', '--out', str(tmp_path / 'shifted')]) == 0
+    n = taken[0][0]
+    b = Batches(n, 8, PCG32(0, ORDER), 62)  # rows of 64: bodies of 62 tokens
+    want = [(n, b.next().tolist(), b.shifts.tolist()) for _ in range(80)]
+    assert taken == want and len({s for *_, shifts in taken for s in shifts}) > 2 and 80 * 8 > 2 * n  # epochs
+    assert [[g['weight_decay'] for g in groups] for groups in decays] == [[0.25, 0.0]]
+    taken.clear()
+    assert main(args + ['--steps', '5', '--out', str(tmp_path / 'plain')]) == 0
+    assert {s for *_, shifts in taken for s in shifts} == {0} and len(taken) == 5
+
 def free_port():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]

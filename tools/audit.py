@@ -797,6 +797,26 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for name in ('train', 'frequency_baseline', 'MaskTally', 'FINISH', 'find_arch', 'register'):  # the run's modules
         c[f'moved: from bert_nb.command import {name}'] = lambda name=name: api(
             lambda: exec(f'from bert_nb.command import {name}', {}), bad=False)
+    # the rows' shift (`--shift`: each epoch cuts the rows at a new offset) and the weight decay's flag
+    rows16 = D.load_data(tmp / 'prep', 16)['rows']
+    for name, f in {'TokenRows take shift -1': lambda: rows16.take([0], -1),
+                    'TokenRows take shift 14 of a body of 14': lambda: rows16.take([0], 14),
+                    'TokenRows take shift 1.5': lambda: rows16.take([0], 1.5),
+                    "TokenRows take shift '1'": lambda: rows16.take([0], '1'),
+                    'TokenRows take shifts of another length': lambda: rows16.take([0, 1], [1, 2, 3]),
+                    'TokenRows take shifts of 2 dimensions': lambda: rows16.take([0, 1], [[1], [2]])}.items():
+        c[f'shift: {name}'] = lambda f=f: api(f)
+    for name, f in {'TokenRows take shift 13 of a body of 14': lambda: rows16.take([0], 13),
+                    'TokenRows take a shift a row': lambda: rows16.take([0, 1], np.array([0, 13], np.uint8)),
+                    'TokenRows take no rows, a shift': lambda: rows16.take([], 3),
+                    'Batches of 1 row, 5 shifts, batches of 3': lambda: P.Batches(1, 3, PCG32(0), 5).next()}.items():
+        c[f'shift: {name}'] = lambda f=f: api(f, bad=False)
+    for v in ('-0.1', 'nan', '1.5', 'none'):
+        c[f'bert-nb --weight-decay {v}'] = lambda v=v: cli('--corpus', corpus, '--weight-decay', v, '--out', runs / f'wd-{v}', *tiny)
+    c['bert-nb --shift=yes'] = lambda: cli('--corpus', corpus, '--shift=yes', '--out', runs / 'sh-yes', *tiny)
+    c['bert-nb --shift --weight-decay 0'] = lambda: cli('--corpus', corpus, '--shift', '--weight-decay', 0, '--steps', 3,
+                                                        '--out', runs / 'sh', *tiny, bad=False)
+    c['bert-nb --resume of a --shift run with --no-shift'] = lambda: cli('--resume', runs / 'sh', '--no-shift')
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
         model = Path(B.__file__).parent / 'models' / 'kjv'

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from bert_nb.pretrain import RunArgs
 
 RECIPE = ['vocab_size', 'max_len', 'batch_size', 'd_model', 'layers', 'heads', 'd_ff', 'dropout', 'lr', 'warmup',
-          'weight_decay', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias', 'bf16']
+          'weight_decay', 'shift', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias', 'bf16']
 FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json',
          'special_tokens_map.json']
 
@@ -43,6 +43,7 @@ def main(run: Path, dest: Path, snaps: Path):
     snap_bytes = snapshots(run, m, snaps)
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
     a.setdefault('freq_bias', False)  # a run from before the bias started at the frequencies
+    a.setdefault('shift', False)  # ... and from before the rows' shift
     given = [k for k in RECIPE if a[k] != getattr(RunArgs, k)]  # what differs from today's defaults
     flag = lambda k: '--' + ('' if a[k] else 'no-') + k.replace('_', '-') if isinstance(a[k], bool) else \
         f"--{k.replace('_', '-')} {a[k]}"
