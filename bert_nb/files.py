@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time
+import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time, warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -91,7 +91,9 @@ def _read_bin(path: Path) -> dict:
     "A pytorch_model.bin state dict, read with weights_only=True: no pickled code runs."
     import torch
     _readable(path)
-    try: sd = torch.load(path, map_location='cpu', weights_only=True)
+    try:
+        with warnings.catch_warnings():  # torch's warnings on a damaged file: the one error below says it
+            warnings.simplefilter('ignore'); sd = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise ValueError(f"{path} is not a readable weights-only PyTorch checkpoint (corrupt or truncated?): "
                          f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12b_rundir.ipynb #b600d56d
 from __future__ import annotations
-import errno, itertools, json, math, os, re, shutil
+import errno, itertools, json, math, os, re, shutil, warnings
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -91,7 +91,9 @@ def _started_on(p: Path, r, started):
 def _restore(r):
     "An interrupted run: its last checkpoint, this rank's streams included."
     p = r.out / 'resume.pt'
-    try: ck = torch.load(p, weights_only=True)
+    try:
+        with warnings.catch_warnings():  # torch's warnings on a damaged file: the one line below says it
+            warnings.simplefilter('ignore'); ck = torch.load(p, weights_only=True)
     except Exception as e:
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise ValueError(f"{p} is not a readable checkpoint (truncated or corrupt?): {why}") from None

@@ -1,7 +1,7 @@
 """The audit, kept: bad input to the API and the command line ends in a clear error that names the argument or the file
 (exit status 2, one line, nothing written, for the command); killed saves leave the old or the new model; a copied run
 resumes in the copy; torchrun ranks share one vocabulary and a frozen rank brings the run down."""
-import bz2, gzip, json, os, random, shutil, signal, socket, subprocess, sys, textwrap, time, uuid
+import bz2, gzip, json, os, random, shutil, signal, socket, subprocess, sys, textwrap, time, uuid, warnings
 from pathlib import Path
 import numpy as np
 import pytest
@@ -124,7 +124,9 @@ def test_resume_with_damaged_files(stopped, tmp_path):
     args = json.loads((stopped / 'args.json').read_text())
     pt = (stopped / 'resume.pt').read_bytes()
     cases = [('resume.pt', pt[: len(pt) // 2], 'resume.pt is not a readable checkpoint'),
-             ('resume.pt', os.urandom(4096), 'resume.pt is not a readable checkpoint'),
+             ('resume.pt', np.random.default_rng(0).bytes(4096), 'resume.pt is not a readable checkpoint'),
+             # a pickle's PROTO opcode with protocol 171: torch warned, then failed, and the one line was two
+             ('resume.pt', b'\x80\xab' + bytes(4094), 'resume.pt is not a readable checkpoint'),
              ('resume.pt', b'', 'resume.pt is not a readable checkpoint'),
              ('args.json', '{not json', 'args.json is not valid JSON'),
              ('args.json', json.dumps(args | {'learning_rate': 1}), "unknown setting(s) ['learning_rate']"),
@@ -233,6 +235,10 @@ def test_corrupt_checkpoint_files(tmp_path):
     (d / 'pytorch_model.bin').write_bytes(b'\x80\x04garbage' * 100)
     with pytest.raises(ValueError, match='pytorch_model.bin is not a readable weights-only PyTorch checkpoint'):
         from_hf_pretrained(d)
+    (d / 'pytorch_model.bin').write_bytes(b'\x80\xab' + bytes(4094))  # PROTO 171: torch warned, then failed
+    with warnings.catch_warnings(record=True) as seen, pytest.raises(ValueError, match='not a readable weights-only'):
+        warnings.simplefilter('always'); from_hf_pretrained(d)
+    assert not [w for w in seen if 'pickle protocol' in str(w.message)]  # the error alone says what is wrong
     torch.save([torch.zeros(2)], d / 'pytorch_model.bin')
     with pytest.raises(ValueError, match='pytorch_model.bin holds a list, not a state dict'): from_hf_pretrained(d)
 
