@@ -4,7 +4,8 @@
 
 # %% ../nbs/11_files.ipynb #f11e0012
 from __future__ import annotations
-import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time, warnings
+import bz2, codecs, ctypes, errno, gzip, hashlib, io, json, lzma, os, re, shutil, stat, tempfile, time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
