@@ -276,6 +276,7 @@ def read_whole(dir: str | os.PathLike, read: Callable[[Path], _T]) -> _T:
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
         if (at := _inode(dir)) is None:
             if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
+                if _inode(dir) is not None: continue  # the save's last rename landed while we looked
                 raise FileNotFoundError(f"no model directory at {dir}")
             time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
         try: got = read(dir)

@@ -237,6 +237,20 @@ def test_a_load_waits_for_a_live_save_between_its_renames(tmp_path):
     finally: later.join()
     assert got == {'v': 2}
 
+def test_a_load_sees_a_save_land_while_it_looks_for_saves(tmp_path, monkeypatch):
+    """The save's last rename lands after the load found no directory and before it listed the saves beside it:
+    the load reads the model, it does not say there is none (the clean-clone CI met this race under load)."""
+    import bert_nb.files as files
+    new = tmp_path / f'.m.new-{os.getpid()}-abcdefgh'; new.mkdir(); (new / 'config.json').write_text('{"v": 2}')
+    calls, saves = [], files._saves
+    def landing(d):  # the first call is _recover's; the second, read_whole's own look for live saves
+        calls.append(d)
+        if len(calls) == 2: os.rename(new, tmp_path / 'm')
+        return saves(d)
+    monkeypatch.setattr(files, '_saves', landing)
+    assert read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text())) == {'v': 2}
+    assert len(calls) >= 2
+
 def test_the_held_out_sample_spans_the_held_out_lines(corpus, tmp_path, monkeypatch):
     """When an evaluation reads fewer rows than the held-out lines make, it reads rows spread over all of them, the
     last included (not the first ones): against the rows cut here from held.bin, [CLS] + 6 tokens + [SEP]."""
