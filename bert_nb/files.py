@@ -12,8 +12,8 @@ from typing import TypeVar
 _T = TypeVar('_T')
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'write_utf8', 'write_safetensors', 'read_json', 'read_safetensors', 'corpus_files', 'corpus_lines',
-           'write_dir', 'read_whole']
+__all__ = ['MODEL_FILES', 'SAVE_WAIT_S', 'write_utf8', 'write_safetensors', 'read_json', 'read_safetensors', 'corpus_files',
+           'corpus_lines', 'write_dir', 'read_whole']
 
 # %% ../nbs/11_files.ipynb #273b58c8
 def _readable(path: Path):
@@ -269,21 +269,31 @@ def write_dir(dir: str | os.PathLike, write: Callable[[Path], object],
     return dir
 
 # %% ../nbs/11_files.ipynb #bef9b1e8
+SAVE_WAIT_S = 60  # the longest a load waits for a live save's two renames (microseconds apart)
+
 def read_whole(dir: str | os.PathLike, read: Callable[[Path], _T]) -> _T:
     "read(dir), done while no save swapped the directory (or after a save cut short was recovered)."
     dir = _as_path('dir', dir)
-    for _ in range(100):  # a save swapped in another model while we read: read the new one
+    swaps, since = 0, None  # reads that a swap cut short; since when a live save has held the directory away
+    while swaps < 100:  # a save swapped in another model while we read: read the new one
         if not dir.is_dir(): _recover(dir)  # a save cut between its renames left the new model beside it
         if (at := _inode(dir)) is None:
-            if not any(alive and kind != 'tmp' for _, kind, alive in _saves(dir)):
+            live = [p for p, kind, alive in _saves(dir) if alive and kind != 'tmp']
+            if not live:
                 if _inode(dir) is not None: continue  # the save's last rename landed while we looked
                 raise FileNotFoundError(f"no model directory at {dir}")
-            time.sleep(0.01); continue  # between a live save's two renames (no RENAME_EXCHANGE here)
+            if since is None: since = time.monotonic()  # between a live save's two renames (no swap call)
+            if time.monotonic() - since > SAVE_WAIT_S:  # a stopped process: say so, do not hang
+                raise TimeoutError(f"{dir}: a save ({live[0].name}) has held it between its two renames for "
+                                   f"{SAVE_WAIT_S} s; is its process stopped?")
+            time.sleep(0.01); continue
+        since = None
         try: got = read(dir)
         except (ValueError, FileNotFoundError):
             if _inode(dir) == at: raise
-            continue
+            swaps += 1; continue
         if _inode(dir) == at: return got
+        swaps += 1
     raise ValueError(f"{dir} was replaced 100 times while it was read: saves in a loop?")
 
 def _inode(p: Path) -> tuple | None:

@@ -251,6 +251,35 @@ def test_a_load_sees_a_save_land_while_it_looks_for_saves(tmp_path, monkeypatch)
     assert read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text())) == {'v': 2}
     assert len(calls) >= 2
 
+def test_a_load_waits_out_a_slow_save_between_its_renames(tmp_path, monkeypatch):
+    """A live save whose second rename comes after 150 of the load's 10 ms waits (a busy machine): the load reads the
+    new model; it does not count the waits as replacements and say the directory was replaced 100 times."""
+    import bert_nb.files as files
+    new = tmp_path / f'.m.new-{os.getpid()}-abcdefgh'; new.mkdir(); (new / 'config.json').write_text('{"v": 2}')
+    waits = []
+    def wait(s):  # no real waiting: the save's rename lands at the 150th
+        waits.append(s)
+        if len(waits) == 150: os.rename(new, tmp_path / 'm')
+    monkeypatch.setattr(files.time, 'sleep', wait)
+    assert read_whole(tmp_path / 'm', lambda d: json.loads((d / 'config.json').read_text())) == {'v': 2}
+    assert len(waits) == 150
+
+def test_a_load_names_a_save_stopped_between_its_renames(tmp_path, monkeypatch):
+    """A live save that never puts its directory in place (its process stopped): after SAVE_WAIT_S of waiting, one
+    clear error naming it, not a wait for ever (a clock of its own: the waits advance it, no real time passes)."""
+    import bert_nb.files as files
+    (tmp_path / f'.m.new-{os.getpid()}-abcdefgh').mkdir()
+    clock = [0.0]
+    def wait(s):
+        clock[0] += s
+        assert clock[0] < 10 * files.SAVE_WAIT_S, 'still waiting: the load would wait for ever'
+    monkeypatch.setattr(files.time, 'monotonic', lambda: clock[0])
+    monkeypatch.setattr(files.time, 'sleep', wait)
+    with pytest.raises(TimeoutError, match=rf"{tmp_path / 'm'}: a save \(\.m\.new-{os.getpid()}-abcdefgh\) has held "
+                       r"it between its two renames for 60 s; is its process stopped\?"):
+        read_whole(tmp_path / 'm', lambda d: d)
+    assert files.SAVE_WAIT_S <= clock[0] < files.SAVE_WAIT_S + 0.1  # a minute of waits, then the error
+
 def test_the_held_out_sample_spans_the_held_out_lines(corpus, tmp_path, monkeypatch):
     """When an evaluation reads fewer rows than the held-out lines make, it reads rows spread over all of them, the
     last included (not the first ones): against the rows cut here from held.bin, [CLS] + 6 tokens + [SEP]."""

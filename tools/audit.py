@@ -775,6 +775,12 @@ def cases(tmp: Path, minilm: Path) -> dict:
                     'check_type of a tuple of types': lambda: CK.check_type('x', 'a', (int, float)),
                     'check_like(integer) of a complex tensor': lambda: CK.check_like('m', torch.zeros(2, 8, dtype=torch.complex64), ids)}.items():
         c[f'round 7: {name}'] = lambda f=f: api(f)
+    def stopped_save():  # a live save (this process) that never puts its new directory in place
+        (tmp / f'.held.new-{os.getpid()}-abcdefgh').mkdir(exist_ok=True)
+        F.SAVE_WAIT_S, wait = 0.05, F.SAVE_WAIT_S
+        try: F.read_whole(tmp / 'held', lambda d: d)
+        finally: F.SAVE_WAIT_S = wait
+    c['files: read_whole while a stopped save holds the directory'] = lambda: api(stopped_save)
     # the attention maps at most cols a row
     from bert_nb.diagnostics import plot_attention_maps
     maps = torch.rand(3, 4, 4)

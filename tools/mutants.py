@@ -1133,6 +1133,13 @@ FAULTS += [
     Fault('l147', "--weight-decay not reaching AdamW", 'run.py', 'class _Run:',
           'make_optimizer(self.model, a.lr, a.weight_decay)', 'make_optimizer(self.model, a.lr)',
           ['tests/test_pretrain.py', '-k', 'shifted']),
+    # a load between a live save's two renames: waits out a slow one, names a stopped one
+    Fault('l148', "a load counting its waits for a live save as replacements", 'files.py', 'def read_whole(',
+          'time.sleep(0.01); continue', 'time.sleep(0.01); swaps += 1; continue',
+          ['tests/test_faults6.py', '-k', 'renames']),
+    Fault('l149', "a load's wait for a stopped save starting again at every look", 'files.py', 'def read_whole(',
+          'if since is None: since = time.monotonic()', 'since = time.monotonic()',
+          ['tests/test_faults6.py', '-k', 'renames']),
     Fault('l137', "every snapshot of the shipped run running the model's own weights", 'ports/js/play.mjs',
           'export function loadShippedRun(', 'if (dir === last) return shipped.safetensors;',
           'return shipped.safetensors;', PAGESNAP),
