@@ -26,7 +26,9 @@ demo: .venv/.installed
 # The small pretrained BERT the package ships (bert_nb/models/kjv, loaded by `load_bert(bert_nb.KJV)`): today's
 # recipe at 4 layers of 192 in bf16 (the search on the Results page chose them), for a fixed number of steps (not
 # minutes: any machine runs the same steps) that two cores run in under an hour, keeping 6 snapshots; then its model
-# card, and the snapshots but the last in float16 for the site's slider and chapter 03 (nbs/kjv-snapshots).
+# card, and the snapshots but the last in float16 for the site's slider and chapter 03 (nbs/kjv-snapshots). The hour
+# is an Intel Xeon's with AMX (49 minutes); two AMD EPYC cores with AVX512-BF16 but no AMX took 79, and then
+# the card and tools/kjv.py say so.
 KJV_STEPS := 32000
 kjv: .venv/.installed
 	rm -rf runs/kjv

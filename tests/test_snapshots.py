@@ -145,3 +145,24 @@ def test_the_page_orders_a_runs_snapshots_by_step_and_refuses_two_vocabularies(r
     assert [s for s, _, _ in got] == [0, 2, 9, 30] and [l for _, l, _ in got] == [s['loss'] for s in m['snapshots']]
     odd = page_snapshots(run, m, change='snapshots/step-000009')  # one vocab.txt with another token, of the same size
     assert odd == {'error': 'the snapshots do not share one vocabulary'}
+
+@pytest.mark.parametrize('wall_s', [3500.0, 3700.0])
+def test_shipping_a_run_says_plainly_when_it_took_over_the_hour(runs, tmp_path, wall_s):
+    """tools/kjv.py (make kjv's last step) ships a run of fixed steps; on a machine slower than the one its steps were
+    sized on it takes more than the hour, and then the card and a line on stderr say so (not at 3,500 s)."""
+    import shutil, subprocess, sys
+    run = tmp_path / 'run'
+    shutil.copytree(runs[0], run)
+    m = json.loads((run / 'metrics.json').read_text())
+    (run / 'metrics.json').write_text(json.dumps({**m, 'wall_s': wall_s, 'learned': True}))
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, root / 'tools' / 'kjv.py', run, tmp_path / 'kjv', tmp_path / 'snaps'],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    over = wall_s > 3600
+    built = next(l for l in (tmp_path / 'kjv' / 'README.md').read_text().splitlines() if l.startswith('| built on'))
+    assert f'trained in {wall_s / 60:.1f} minutes' in built
+    assert ('over the hour the steps are sized for' in built) == over
+    lines = r.stderr.strip().splitlines()
+    assert lines == ([f'the run took {wall_s / 60:.1f} minutes, over the hour its 30 steps are sized for: this machine '
+                      f"trains {m['tokens_per_s']:,.0f} tokens/s (the card says so)"] if over else []), r.stderr
