@@ -1,7 +1,7 @@
 """Where round 6's hidden faults survived (#56): a test for each property no test asserted, each with an oracle of its
 own (a rule written out here, torch's own warning, a count over the corpus, the gradient's linearity). `make mutants`
 holds a fault in each area (v-) that these tests kill."""
-import json, os, subprocess, sys, threading, warnings
+import json, os, re, subprocess, sys, threading, warnings
 from pathlib import Path
 import numpy as np
 import pytest
@@ -275,7 +275,7 @@ def test_a_load_names_a_save_stopped_between_its_renames(tmp_path, monkeypatch):
         assert clock[0] < 10 * files.SAVE_WAIT_S, 'still waiting: the load would wait for ever'
     monkeypatch.setattr(files.time, 'monotonic', lambda: clock[0])
     monkeypatch.setattr(files.time, 'sleep', wait)
-    with pytest.raises(TimeoutError, match=rf"{tmp_path / 'm'}: a save \(\.m\.new-{os.getpid()}-abcdefgh\) has held "
+    with pytest.raises(TimeoutError, match=rf"{re.escape(str(tmp_path / 'm'))}: a save \(\.m\.new-{os.getpid()}-abcdefgh\) has held "
                        r"it between its two renames for 60 s; is its process stopped\?"):
         read_whole(tmp_path / 'm', lambda d: d)
     assert files.SAVE_WAIT_S <= clock[0] < files.SAVE_WAIT_S + 0.1  # a minute of waits, then the error

@@ -55,7 +55,7 @@ def main(run: Path, dest: Path, snaps: Path):
                 train_s=m['wall_s'], tokens_per_s=m['tokens_per_s'],
                 snapshots=[s['step'] for s in m['snapshots']], snapshot_bytes=snap_bytes)
     (tmp / 'card.json').write_text(json.dumps(card, indent=1) + '\n')
-    over = ', over the hour the steps are sized for: a slower machine' if m['wall_s'] > 3600 else ''
+    over = m['wall_s'] > 3600  # the steps are fixed (every machine replays them): a slower machine takes longer
     (tmp / 'README.md').write_text(f"""# bert-nb KJV: a small BERT that knows the words of the King James Bible
 
 A `BertForMLM` pretrained by bert-nb on the corpus bundled with the package (31,102 verses of the King James Bible,
@@ -73,7 +73,7 @@ transformers' `BertForMaskedLM.from_pretrained`.
 | held-out masked-token accuracy | {h['acc']:.2%} on {h['n']:,} masked tokens of the 2% held-out split (p = 0.15, the evaluation stream) |
 | held-out loss | {h['loss']:.4f} nats |
 | always guessing the most frequent token ({m['baseline']['token']!r}) | {m['baseline']['acc']:.2%} |
-| built on | {card['built_on']}: trained in {m['wall_s'] / 60:.1f} minutes ({m['tokens_per_s']:,.0f} tokens/s){over} |
+| built on | {card['built_on']}: trained in {m['wall_s'] / 60:.1f} minutes ({m['tokens_per_s']:,.0f} tokens/s){', over the hour the steps are sized for: a slower machine' * over} |
 | sha256 of model.safetensors | `{card['weights_sha256']}` |
 | training curve | `metrics.json`: the loss at every step and the held-out loss and accuracy every {m['eval'][1]['step']} steps |
 | snapshots | the model at steps {', '.join(f"{s['step']:,}" for s in m['snapshots'])} (`--snapshots {len(m['snapshots'])}`): the last is this model; the others, float16, {snap_bytes / 2**20:.1f} MiB each, are in the repository's `nbs/kjv-snapshots/` and in the site's play page, not in the package |
@@ -88,7 +88,7 @@ It is a small model trained for an hour on one book: it fills in the words of th
     shutil.rmtree(dest, ignore_errors=True); os.rename(tmp, dest)
     print(f"shipped {run} as {dest}: {m['steps']} steps, held-out accuracy {h['acc']:.2%}, "
           f"{len(weights) / 2**20:.1f} MiB")
-    if m['wall_s'] > 3600:  # the steps are fixed (every machine replays them): a slower machine takes longer
+    if over:
         print(f"the run took {m['wall_s'] / 60:.1f} minutes, over the hour its {m['steps']:,} steps are sized for: "
               f"this machine trains {m['tokens_per_s']:,.0f} tokens/s (the card says so)", file=sys.stderr)
 
