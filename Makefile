@@ -24,16 +24,17 @@ demo: .venv/.installed
 	.venv/bin/bert-nb fill $(DEMO) --heldout 8
 
 # The small pretrained BERT the package ships (bert_nb/models/kjv, loaded by `load_bert(bert_nb.KJV)`): today's
-# recipe at 4 layers of 192 in bf16 (the search on the Results page chose them), for a fixed number of steps (not
-# minutes: any machine runs the same steps) that two cores run in under an hour, keeping 6 snapshots; then its model
-# card, and the snapshots but the last in float16 for the site's slider and chapter 03 (nbs/kjv-snapshots). The hour
-# is an Intel Xeon's with AMX (49 minutes); two AMD EPYC cores with AVX512-BF16 but no AMX took 79, and then
-# the card and tools/kjv.py say so.
-KJV_STEPS := 32000
+# recipe at 4 layers of 192 in bf16, rows of 64 tokens (the search on the Results page chose them), for a fixed number
+# of steps (not minutes: any machine runs the same steps) that two cores run in under an hour, keeping 6 snapshots;
+# then its model card, and the snapshots but the last in float16 for the site's slider and chapter 03
+# (nbs/kjv-snapshots). The steps are sized for the slower of the two 2-core machines this project was measured on:
+# two AMD EPYC cores with AVX512-BF16 but no AMX ran them in 54 minutes (an Intel Xeon's with AMX ran 32,000 steps of
+# rows of 32 in 49). A machine that takes longer than the hour gets a card and a line from tools/kjv.py that say so.
+KJV_STEPS := 20000
 kjv: .venv/.installed
 	rm -rf runs/kjv
-	.venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 --bf16 --shift \
-	  --weight-decay 0.3 --evals 20 --snapshots 6 --out runs/kjv --quiet
+	.venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 --max-len 64 \
+	  --batch-size 32 --bf16 --shift --weight-decay 0.3 --evals 20 --snapshots 6 --out runs/kjv --quiet
 	$(PY) tools/kjv.py runs/kjv bert_nb/models/kjv nbs/kjv-snapshots
 
 # The chapters as a static site in _docs/ (mkdocs-material, from the notebooks run in a Jupyter kernel; slow cells
