@@ -29,7 +29,7 @@ def test_it_loads_in_one_call_and_reproduces_its_card():
     weights = (bert_nb.KJV / 'model.safetensors').read_bytes()
     assert hashlib.sha256(weights).hexdigest() == c['weights_sha256'] and len(weights) < 16 * 2**20  # pip-sized
     assert sum(p.numel() for p in model.parameters()) == c['parameters']
-    data = prepare(RunArgs(), tok)  # the run's own held-out split, rebuilt
+    data = prepare(RunArgs(max_len=model.config.max_len), tok)  # the run's own held-out split and rows, rebuilt
     rows, lens = data['held_rows'], data['held_lens']
     ev = evaluate(model, tok, rows, lens, RunArgs().seed)
     want = c['held_out']

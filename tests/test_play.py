@@ -123,36 +123,38 @@ def test_the_pages_top_five_are_fills(page, kjv):
     model, tok = kjv
     verses = [v.text for v in kjv_verses()[-60:-50]]
     long = [f'{verses[0]} {verses[1]} the [MASK] of the LORD.',  # past the rows: windows, clamped to the text's end
-            f'[MASK] {verses[2]} {verses[3]}', f'{verses[4]} [MASK] {verses[5]} {verses[6]} and [MASK]']
+            f'[MASK] {verses[2]} {verses[3]} {verses[7]}', f'{verses[4]} [MASK] {verses[5]} {verses[6]} and [MASK]']
     for text in blanks(tok) + long:
         page.fill('#play-text', text)
         shown = [li.split(':', 1)[1].split() for li in page.locator('#play-fill li').all_inner_texts()]
         theirs = fill(model, tok, text)
         assert len(shown) == len(theirs) == text.count('[MASK]')
-        if text in long: assert len(tok.encode(text)) > 32
+        if text in long: assert len(tok.encode(text)) > model.config.max_len
         for mine, top in zip(shown, theirs):
             assert mine[::2] == [t for t, _ in top]
             assert all(abs(float(s) - p) <= 5e-4 + 1e-6 for s, (_, p) in zip(mine[1::2], top))
 
 def test_a_drawn_mask_is_mlm_batchs(page, kjv):
-    tok = kjv[1]
-    for text in ['In the beginning God created the heaven and the earth.', kjv_verses()[100].text * 2, 'Amen.']:
+    model, tok = kjv
+    shipped(page)
+    for text in ['In the beginning God created the heaven and the earth.', kjv_verses()[100].text * 3, 'Amen.']:
         for seed, p in [(0, 0.15), (7, 0.5), (2026, 1.0), (3, 0.0)]:
             page.fill('#play-text', text); page.fill('#play-seed', str(seed)); page.fill('#play-p', str(p))
             page.click('#play-draw')
             got = page.evaluate('[BertNb.page.drawn.inputs, BertNb.page.drawn.labels]')
-            b = mlm_batch(tok, [text], 32, p, PCG32(seed))
+            b = mlm_batch(tok, [text], model.config.max_len, p, PCG32(seed))  # the page cuts at its model's rows
             assert got == [b['input_ids'][0].tolist(), b['labels'][0].tolist()]
             assert page.locator('.play-hidden').count() == int((b['labels'] >= 0).sum())
 
 def test_the_picked_count_is_every_labelled_position(page, kjv):
     "'N positions picked' counts mlm_batch's labels != -100: those shown as [MASK], as a random id and as themselves."
-    tok = kjv[1]
+    model, tok = kjv
     shipped(page)
-    page.fill('#play-text', kjv_verses()[100].text * 2)
+    text = kjv_verses()[100].text * 3  # past the model's rows
+    page.fill('#play-text', text)
     for seed, p in [(7, 0.5), (2026, 1.0)]:
         page.fill('#play-seed', str(seed)); page.fill('#play-p', str(p)); page.click('#play-draw')
-        b = mlm_batch(tok, [kjv_verses()[100].text * 2], 32, p, PCG32(seed))
+        b = mlm_batch(tok, [text], model.config.max_len, p, PCG32(seed))
         picked, masked = int((b['labels'] >= 0).sum()), int((b['input_ids'] == tok.mask_id).sum())
         assert picked > masked  # some picked positions show a random id or the token itself
         assert f': {picked} positions picked;' in page.locator('#play-drawn').inner_text()
