@@ -1,7 +1,7 @@
 # Two commands: `make demo` (the main job) and `make test`. Each sets up .venv itself.
 SHELL := /bin/bash
 PY := .venv/bin/python
-SRC := nbs bert_nb README.md
+SRC := nbs bert_nb README.md README_files
 
 .PHONY: demo test check pytest docs docs-check pages chromium kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging readme sync mutants golden kjv
 

@@ -247,6 +247,14 @@ def _keep_freed_memory() -> bool:
     return bool(mallopt(-3, 32 << 20) and mallopt(-1, 1 << 30))  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
 
 # %% ../nbs/12_command.ipynb #10b2f3e9
+def _summary(m: dict, out) -> str:
+    "The lines a finished run prints, from its metrics.json (the README prints `make demo`'s with it)."
+    s = f"{m['used_s']:.1f} s, {m['used']:.1%} of the {m['budget_s']:g} s budget" if 'used' in m else \
+        f"{m['wall_s']:.0f} s"
+    return (f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, {s}; "
+            f"held-out loss {m['held_out']['loss']:.3f}, masked-token accuracy {m['held_out']['acc']:.1%}\n"
+            f"wrote {out}/")
+
 def _train_cmd(ns) -> int:
     rank, world = _world(ns.timeout)  # under torchrun every process joins before its checks: see _agree
     try:
@@ -275,13 +283,7 @@ def _train_cmd(ns) -> int:
         if created and not (Path(a.out) / 'resume.pt').is_file(): shutil.rmtree(a.out, ignore_errors=True)
         raise
     if (out / 'metrics.json').is_file() and int(os.environ.get('RANK', '0')) == 0:
-        m = json.loads((out / 'metrics.json').read_text())
-        s = f"{m['used_s']:.1f} s, {m['used']:.1%} of the {m['budget_s']:g} s budget" if 'used' in m else \
-            f"{m['wall_s']:.0f} s"
-        print(f"{m['steps']} steps, {m['tokens']:,} tokens, {m['tokens_per_s']:,.0f} tokens/s, "
-              f"{s}; held-out loss {m['held_out']['loss']:.3f}, "
-              f"masked-token accuracy {m['held_out']['acc']:.1%}\n"
-              f"wrote {out}/")
+        print(_summary(json.loads((out / 'metrics.json').read_text()), out))
     return 0
 
 # %% ../nbs/12_command.ipynb #658768ff

@@ -14,7 +14,8 @@ import pytest
 NBS = Path(__file__).resolve().parents[1] / 'nbs'
 NUM = re.compile(r'(?<![\w.$\\^_{/-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\w)')
 NOT_MEASURED = [r'`[^`]*`', r'\$[^$]*\$',  # code, then formulas: a $ in code would pair with a formula's, hiding prose
-                r'\]\(\d\d[a-z]?_\w+\.ipynb\)(?:, [\d.]+)+', r'\]\([^)]*\)',  # a link to a chapter and its sections, links
+                r'\]\(\d\d[a-z]?_\w+\.ipynb\)(?:, [\d.]+)+', r'\[\d\d[a-z]?\]\(\d\d[a-z]?_\w+\.ipynb\)',  # a chapter's number as its link
+                r'\]\([^)]*\)',  # a link to a chapter and its sections, links
                 r'\b(?:19|20)\d\d\b',  # years
                 r'\b[Cc]hapters? \d\d(?:\s*(?:and|,|to)\s*\d\d)*', r'\b\d\d\'s\b', r'§\d+', r'\b\d\d[a-z]?_\w+',
                 r'\b[Ss]ections? \d+(?:\.\d+)?(?:\s*(?:and|,|to)\s*\d+)*', r'#+ \d+(?:\.\d+)*\.?', r'(?m)^\d+\. ',

@@ -5,7 +5,7 @@ Executing skips cells flagged with settings.ini's `tst_flags` (`#| slow`, `#| no
 the outputs stored in the notebook, so the 5-minute run's plots still show. `--slow` reruns them and stores their
 outputs with a digest of the code that drew each figure (`made_by`), which tests/test_layout.py checks.
 """
-import argparse, configparser, os, re
+import argparse, base64, configparser, os, re, shutil, tempfile
 from pathlib import Path
 import nbformat
 from nbconvert import MarkdownExporter
@@ -28,25 +28,41 @@ def strip_directives(cell):
     cell.source = '\n'.join(l for l in lines if not l.startswith('#|')).strip('\n')
 
 def readme(nb_path: Path, out: Path):
+    """README.md from the notebook: a shown cell as code and output; a hidden one (`#| echo: false`) as what it shows,
+    printed text in a fence, Markdown as Markdown, a figure as a PNG in OUT's folder README_files/ (GitHub shows it
+    there) with its alt text and caption."""
     nb = nbformat.read(nb_path, as_version=4)
+    figures = out.parent / 'README_files'
+    shutil.rmtree(figures, ignore_errors=True)
     cells = []
     for c in nb.cells:
         if c.cell_type == 'code':
             d = directives(c)
             if 'hide' in d or 'default_exp' in d: continue
-            text = ''.join(o.get('text', '') for o in c.get('outputs', []) if o.get('output_type') == 'stream')
-            if d.get('echo:') == ['false'] and text:  # printed results: their text, without the code
-                c = nbformat.v4.new_markdown_cell('```\n' + text.rstrip('\n') + '\n```')
-            elif d.get('echo:') == ['false']:  # a figure: the README has no place for its image, so it points to it
-                where = f"[{nb_path.name}]({nb_path.name})"
-                c = nbformat.v4.new_markdown_cell(f"(The figure is in {where} and on the site's home page.)")
-            else: strip_directives(c)
+            if d.get('echo:') == ['false']:
+                cells += [nbformat.v4.new_markdown_cell(md) for o in c.get('outputs', [])
+                          if (md := _shown(o, d, figures, out.parent))]
+                continue
+            strip_directives(c)
         cells.append(c)
     nb.cells = cells
     nb.metadata['language_info'] = {'name': 'python'}  # nbdev_clean strips it; code fences need it
     body, _ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
     body = re.sub(r'\]\((\d\d[a-z]?_\w+\.ipynb|index\.ipynb)', r'](nbs/\1', body)  # chapter links, from the top of the repository
     out.write_text(body.rstrip('\n') + '\n')
+
+def _shown(o, d: dict, figures: Path, top: Path) -> str:
+    "One output of a hidden cell as README Markdown: printed text fenced, Markdown as it is, a PNG as a file."
+    if o.get('output_type') == 'stream': return '```\n' + o['text'].rstrip('\n') + '\n```'
+    data = o.get('data', {})
+    if 'text/markdown' in data: return data['text/markdown']
+    if 'image/png' in data:
+        figures.mkdir(exist_ok=True)
+        png = figures / f'figure-{len(list(figures.iterdir())) + 1}.png'
+        png.write_bytes(base64.b64decode(data['image/png']))
+        cap = ' '.join(d.get('fig-cap:', []))
+        return f"![{' '.join(d.get('fig-alt:', []))}]({png.relative_to(top)})" + (f'\n\n*{cap}*' if cap else '')
+    return ''
 
 def execute(nb_path: Path):
     "Run the notebook's cells in a fresh shell in the notebook's folder; flagged cells keep their outputs."
@@ -71,6 +87,7 @@ def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False, extra: list
     `extra` cells run after the last, in the same kernel, and leave only their printed text, in
     `nb.metadata['extra_outputs']` (tests/test_exercises.py's trials). Raises CellExecutionError on a failing cell."""
     from nbclient import NotebookClient
+    from traitlets.config import Config
     nb = nbformat.read(nb_path, as_version=4)
     flags = skip_flags - {'slow'} if slow else skip_flags
     skipped = [c for c in nb.cells if c.cell_type == 'code' and (flags & set(directives(c))
@@ -81,9 +98,12 @@ def in_kernel(nb_path: Path, timeout: int = 600, slow: bool = False, extra: list
     nb.cells.insert(0, setup)
     after = [nbformat.v4.new_code_cell(src) for src in extra]
     nb.cells.extend(after)
-    try: NotebookClient(nb, timeout=timeout, kernel_name='python3',
+    sockets = tempfile.mkdtemp(prefix='nbrun-')  # IPC: TCP made the kernel warn of plain text on every run
+    ipc = Config({'KernelManager': {'transport': 'ipc', 'ip': os.path.join(sockets, 'kernel')}})
+    try: NotebookClient(nb, timeout=timeout, kernel_name='python3', config=ipc,
                         resources={'metadata': {'path': str(nb_path.parent)}}).execute()
     finally:
+        shutil.rmtree(sockets, ignore_errors=True)
         nb.cells.remove(setup)
         for c in after: nb.cells.remove(c)
     if extra: nb.metadata['extra_outputs'] = [''.join(o.get('text', '')) for c in after for o in c.outputs]
