@@ -50,9 +50,10 @@ docs-check: docs
 pages: .venv/.installed chromium
 	$(PY) tools/docs_check.py
 
-# Debian's Chromium, for the pages and the browser tests (which are skipped where there is none).
-chromium:
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+# A Chromium for the pages and the browser tests: the system's where there is one, Debian's package where apt-get can
+# install it (as root), otherwise Playwright's own build in the user's cache (no root: macOS, a laptop). tools/browser.py.
+chromium: .venv/.installed
+	@$(PY) tools/browser.py --install
 
 # Every stored output of the chapters printed again under the second kernels (a few minutes; `make test` does it too).
 kernels: .venv/.installed

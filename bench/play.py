@@ -9,7 +9,7 @@ forward of the same row in the same run. A feel for "live", not a test: nothing 
 
 Writes bench/play.json. Needs the built site (`make docs`, or `python tools/site.py --no-execute`) and chromium.
 """
-import datetime, json, shutil, statistics, sys, time, warnings
+import datetime, json, statistics, sys, time, warnings
 from pathlib import Path
 import torch
 from playwright.sync_api import sync_playwright
@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bert_nb import KJV, WordPieceTokenizer, kjv_verses, load_bert
 from common import commit, machine
+sys.path.insert(0, str(ROOT / 'tools'))
+from browser import chromium
 
 def main(reps: int = 20):
     tok = WordPieceTokenizer.from_vocab(KJV)
@@ -32,8 +34,9 @@ def main(reps: int = 20):
         ts = []
         for _ in range(reps): t = time.perf_counter(); model(x); ts.append(1000 * (time.perf_counter() - t))
     torch_ms = statistics.median(ts)
+    exe = chromium()  # before this process's own Playwright starts: chromium() starts one to ask
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which('chromium'), args=['--no-sandbox', '--disable-gpu'])
+        browser = pw.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
         page = browser.new_page()
         page.route('**/*', lambda r: r.continue_() if r.request.url.startswith('file:') else r.abort())
         t = time.perf_counter()

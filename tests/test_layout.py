@@ -1,5 +1,5 @@
 """The chapters read as chapters (#24): short code cells, and code lines that fit the site's code column."""
-import json
+import json, re
 from pathlib import Path
 import pytest
 
@@ -101,3 +101,13 @@ def test_later_chapters_figures_fit_a_phone():
                 w = struct.unpack('>I', base64.b64decode(png)[16:20])[0]
                 if w > 800: wide.append((path.stem, c['id'], w))
     assert wide == [], wide
+
+STRING = r"'[^']*'|\"[^\"]*\""  # what a line quotes is not its code
+CLOCK = re.compile(r'\bassert\b[^\n#]*\b(?:time|monotonic|perf_counter)\(\)\s*-')  # an assert on seconds elapsed
+
+def test_no_test_asserts_a_quiet_machines_seconds():
+    """A test that guards against a hang bounds an event (the command answered, the process ended) or waits with a
+    limit far above any machine's time; an assert on the seconds elapsed fails a correct run on a loaded machine."""
+    found = [f'{p.name}:{i}' for p in sorted(NBS.parent.glob('tests/*.py'))
+             for i, l in enumerate(p.read_text().splitlines(), 1) if CLOCK.search(re.sub(STRING, "''", l))]
+    assert found == [] and CLOCK.search('assert p.returncode and time.time() - t1 < 15')  # it can fail

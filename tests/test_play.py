@@ -15,8 +15,10 @@ from tol import encoder_tol
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / '_docs'
-CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason='no chromium: `make docs-check` installs it, `make test` runs it')
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+from browser import chromium  # noqa: E402
+CHROMIUM = chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason='no chromium: `make chromium` gets one, `make test` runs it')
 HARD = ['', '   ', '\t\n', 'Café déjà vu', 'naïve ÀÉÎÕÜ', '北京欢迎你 and 東京', 'emoji 😀👍🏽 family 👨‍👩‍👧',
         'a' * 300, 'x' * 100, 'x' * 101, "don't--stop!!! (yes) [MASK] [mask] [MASK]x", 'Ǆ ǅ ǆ ß ẞ İ ı',
         'zero\u200bwidth soft\u00adhyphen', 'tab\there\r\nnew line', 'Ελληνικά Кириллица עברית العربية हिन्दी']

@@ -6,11 +6,12 @@ a warning, terminal escape codes or a temporary path in a cell's output, a copy 
 alt text or caption or with text under 9 px as the page shows it, or, at a phone's 390 px, a page wider than the
 screen or a figure that does not open full size. Saves a screenshot of the top of every page to _docs/screens/.
 """
-import re, shutil, sys
+import re, sys
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse, unquote
 from playwright.sync_api import sync_playwright
 from nbrun import WARNING
+import browser
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / '_docs'
@@ -98,8 +99,8 @@ def on_phone(f: dict, say):
 def check(site: Path = SITE) -> int:
     pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')
     if not pages: raise SystemExit(f"no pages in {site}: run `make docs` first")
-    chromium = shutil.which('chromium') or shutil.which('chromium-browser')
-    if not chromium: raise SystemExit("no chromium on PATH: `make docs-check` installs Debian's chromium package")
+    chromium = browser.chromium()
+    if not chromium: raise SystemExit("no Chromium: `make chromium` gets one (the system's, Debian's or Playwright's)")
     shots = site / 'screens'; shots.mkdir(exist_ok=True)
     found, problems, outside = {}, [], []
     with sync_playwright() as pw:
