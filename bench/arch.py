@@ -11,7 +11,7 @@ runs at a time. Then the length test: each ModernBERT run's model evaluated on h
 import argparse, json, os, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from common import machine
+from common import machine, provenance
 
 SAVED = Path(__file__).with_name('arch.json')
 ROWS = 64 * 32  # tokens a step: the default batch of 64 rows of 32
@@ -57,7 +57,7 @@ def main():
     todo = [(arch, t, s) for t in a.tokens for s in a.seeds for arch in a.arch if (arch, t, s) not in have]
     with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(a.jobs) as ex:
         for r in ex.map(lambda x: run(*x, Path(d)), todo):
-            done.append(r)
+            done.append(r | provenance())
             SAVED.write_text(json.dumps(dict(machine=f'{machine()}; one thread a run, {a.jobs} at a time',
                                              runs=done), indent=1) + '\n')
 

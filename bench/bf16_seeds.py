@@ -8,7 +8,7 @@ PYTHONPATH (an older checkout) and keeps its runs in the same file; appendix 14 
 """
 import argparse, json, subprocess, sys, tempfile
 from pathlib import Path
-from common import commit, machine
+from common import commit, provenance
 
 def curve(seed: int, steps: int, evals: int) -> list[dict]:
     "One run's held-out evaluations: tokens, loss, accuracy."
@@ -31,7 +31,7 @@ def main():
     for s, c in runs.items(): print(f"seed {s}: " + ', '.join(f"{e['tokens'] / 1e6:.2f} M {e['loss']:.3f}" for e in c))
     out = Path(ns.out)
     res = json.loads(out.read_text()) if out.exists() else {}
-    res |= {'machine': machine(), 'steps': ns.steps, 'before' if ns.before else 'now': dict(commit=commit(), runs=runs)}
+    res |= provenance() | {'steps': ns.steps, 'before' if ns.before else 'now': dict(commit=commit(), runs=runs)}
     out.write_text(json.dumps(res, indent=1) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

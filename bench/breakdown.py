@@ -11,7 +11,7 @@ PYTHONPATH (an older checkout) and keeps it in the same file as the profile befo
 import argparse, json, sys, time
 from pathlib import Path
 import torch
-from common import commit, machine
+from common import provenance
 from step import _model_and_batch, _now
 
 KINDS = [  # (kind, the op names it holds, by their start); the first that matches
@@ -63,7 +63,7 @@ def main():
     p.add_argument('--out', default=str(Path(__file__).with_name('breakdown.json')))
     p.add_argument('--before', action='store_true', help="the bert_nb imported is the code before: kept as 'before'")
     ns = p.parse_args()
-    res = {'machine': machine(), 'commit': commit(), 'runs': []}
+    res = provenance() | {'runs': []}
     for n in ns.threads:
         for bf16 in (False, True):
             r = profile(bf16, n, ns.steps) | dict(precision='bf16' if bf16 else 'float32', threads=n)

@@ -3,7 +3,6 @@
 each side's call is tracemalloc's: NumPy and Python allocations; torch's own tensors (which only transformers' token
 masking makes) are not traced, so that figure undercounts transformers."""
 import sys, tracemalloc
-import numpy as np
 from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 from bert_nb.data import MLMCollator
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS

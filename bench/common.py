@@ -20,10 +20,22 @@ def interleaved(fns: dict, rounds: int, calls: dict | None = None) -> dict:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 def commit() -> str:
-    "The commit of the bert_nb imported (an older checkout on PYTHONPATH for a 'before'), -dirty if changed."
+    """The commit of the bert_nb imported (an older checkout on PYTHONPATH for a 'before'), -dirty if a tracked file
+    other than a benchmark's JSON differs from it: a figure is of a commit of the history, so commit, then measure."""
     import bert_nb
-    return subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=Path(bert_nb.__file__).parent,
-                          capture_output=True, text=True).stdout.strip()
+    git = lambda *a: subprocess.run(['git', *a], cwd=Path(bert_nb.__file__).parent, capture_output=True,
+                                    text=True).stdout.strip()
+    head = git('rev-parse', '--short=7', 'HEAD')
+    if not head: return 'unknown'  # an installed wheel: no history to name
+    if git('status', '--porcelain', '--untracked-files=no', '--', ':/', ':(exclude,top)bench/*.json'):
+        print(f"bench: the tree differs from {head}: the figures will name {head}-dirty, which no test accepts; "
+              "commit the code, then measure", file=sys.stderr)
+        return f'{head}-dirty'
+    return head
+
+def provenance() -> dict:
+    "What every benchmark's JSON records of its figures: the machine, the commit measured, the date."
+    return dict(machine=machine(), commit=commit(), date=datetime.date.today().isoformat())
 
 def machine() -> str:
     "The CPU as its figures depend on it: its name, its widest bf16 path, cores, torch and threads."
@@ -59,8 +71,7 @@ def memory(what: str, unit: str, sides: dict):
 def save(name: str) -> Path:
     "bench/NAME.json: what report() and memory() kept, with the machine, the commit and the date (the Results page reads it)."
     out = Path(__file__).with_name(f'{name}.json')
-    out.write_text(json.dumps(dict(machine=machine(), commit=commit(), date=datetime.date.today().isoformat(),
-                                   command=' '.join(['python', *sys.argv]), **RUN), indent=1) + '\n')
+    out.write_text(json.dumps(dict(provenance(), command=' '.join(['python', *sys.argv]), **RUN), indent=1) + '\n')
     print(f'  wrote {out.name}')
     return out
 

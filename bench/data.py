@@ -11,7 +11,7 @@ Exits non-zero when a figure misses its target."""
 import argparse, itertools, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from common import machine
+from common import machine, provenance
 import bert_nb
 from bert_nb.data import CHUNK, _tokenize
 from bert_nb.pretrain import DEFAULT_CORPUS, read_corpus
@@ -187,7 +187,7 @@ def main():
           f"{q['vocab']:.2f}x the time (target <= 1.5x) {'ok' if q['vocab'] <= 1.5 else 'MISSED'}")
     ok &= q['tokenize'] >= 0.95 and q['vocab'] <= 1.5
     if a.save:
-        a.save.write_text(json.dumps(dict(machine=machine(), date=time.strftime('%Y-%m-%d'), steps=a.steps,
+        a.save.write_text(json.dumps(dict(provenance(), steps=a.steps,
                                           token_files=rows, in_memory=in_memory, torchrun=t, ratios=q), indent=1) + '\n')
     sys.exit(0 if ok else 1)
 

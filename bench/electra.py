@@ -19,7 +19,7 @@ from bert_nb import KJV, BertConfig, BertEncoder, BertForMLM, PCG32, WordPieceTo
 from bert_nb.pretrain import INIT, ORDER, Batches, lr_factor, make_optimizer, pack_rows, sinusoid_positions
 from bert_nb.electra import Electra, SHARES, electra_loss, train_electra
 from bert_nb.finetune import Classifier, accuracy, fine_tune, predict, verse_task
-from common import machine
+from common import machine, provenance
 
 SAVED = Path(__file__).with_name('electra.json')
 CONFIG = BertConfig(8192, max_len=32, d_model=128, n_heads=2, n_layers=2, d_ff=512, dropout=0.0)
@@ -120,6 +120,6 @@ def save(new: list[dict]):
     with open(SAVED.with_suffix('.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         keep = [r for r in load() if (r['recipe'], r['seed']) not in {(n['recipe'], n['seed']) for n in new}]
-        SAVED.write_text(json.dumps(dict(machine=machine(), runs=keep + new)) + '\n')
+        SAVED.write_text(json.dumps(dict(machine=machine(), runs=keep + [r | provenance() for r in new])) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

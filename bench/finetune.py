@@ -14,7 +14,7 @@ import argparse, fcntl, json, statistics, sys, time, warnings
 from pathlib import Path
 from bert_nb import KJV, BertEncoder, PCG32, WordPieceTokenizer, load_bert
 from bert_nb.finetune import Classifier, accuracy, bag_of_words, fine_tune, majority, pair_task, predict, verse_task
-from common import machine, minilm_dir
+from common import machine, minilm_dir, provenance
 from electra import CONFIG as SMALL  # chapter 04's encoders: the never-pretrained line of its comparison
 
 SAVED = Path(__file__).with_name('finetune.json')
@@ -87,6 +87,6 @@ def save(new: list[dict]):
     with open(SAVED.with_suffix('.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         keep = [r for r in load() if (r['model'], r['task']) not in done]
-        SAVED.write_text(json.dumps(dict(machine=machine(), runs=keep + new)) + '\n')
+        SAVED.write_text(json.dumps(dict(machine=machine(), runs=keep + [r | provenance() for r in new])) + '\n')
 
 if __name__ == '__main__': sys.exit(main())

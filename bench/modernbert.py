@@ -20,7 +20,7 @@ from bert_nb.modernbert_files import hf_config, hf_state_dict
 from bert_nb.pretrain import read_corpus, DEFAULT_CORPUS
 from bert_nb.rng import PCG32
 from bert_nb.wordpiece import WordPieceTokenizer
-from common import minilm_dir, interleaved, report, machine, in_fresh_process
+from common import minilm_dir, interleaved, report, in_fresh_process, provenance
 from padded import cycling, real_share
 from bert_nb.bert import mlm_batch
 
@@ -118,7 +118,7 @@ def peak_long(side: int, T: int) -> float:
 
 def main():
     transformers.logging.set_verbosity_error()
-    result = {'machine': machine()}
+    result = provenance()
     mini = WordPieceTokenizer.from_vocab(minilm_dir())
     inf = verses(mini, 8, 64, 0.0)
     print(f"  inference batches: 64 verses, T = {[b['input_ids'].shape[1] for b in inf]}, "

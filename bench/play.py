@@ -9,7 +9,7 @@ forward of the same row in the same run. A feel for "live", not a test: nothing 
 
 Writes bench/play.json. Needs the built site (`make docs`, or `python tools/site.py --no-execute`) and chromium.
 """
-import datetime, json, statistics, sys, time, warnings
+import json, statistics, sys, time, warnings
 from pathlib import Path
 import torch
 from playwright.sync_api import sync_playwright
@@ -17,7 +17,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bert_nb import KJV, WordPieceTokenizer, kjv_verses, load_bert
-from common import commit, machine
+from common import provenance
 sys.path.insert(0, str(ROOT / 'tools'))
 from browser import chromium
 
@@ -51,7 +51,7 @@ def main(reps: int = 20):
                    reach: time(() => m.reach(ids.slice(0, 16), 4)) };
         }""", [ids, reps])
         browser.close()
-    out = {'machine': machine(), 'commit': commit(), 'date': datetime.date.today().isoformat(),
+    out = provenance() | {
            'ready_s': round(ready, 3), **{f'{k}_ms': round(v, 1) for k, v in ms.items()},
            'pytorch_ms': round(torch_ms, 2), 'tokens': len(ids)}
     print(f"page usable after {ready:.2f} s (target: within 2 s)")

@@ -32,7 +32,7 @@ from bert_nb.run import train, frequency_baseline, LEARNED
 from bert_nb.command import _keep_freed_memory
 from bert_nb.data import prepare_data, load_data
 from bert_nb.files import corpus_files, corpus_lines
-from common import machine
+from common import machine, provenance
 
 SAVED = Path(__file__).with_name('recipe.json')
 # A finished hour's run is also scored on these blank draws (PCG32(s, EVAL)), since one draw of about 2,900 blanks
@@ -121,7 +121,7 @@ def run(name: str, tokens: float | None, seed: int, data: Path, seconds: float |
                 seen=m['tokens'], acc=ev['acc'], loss=ev['loss'], train_acc=seen['acc'],
                 learned=ev['acc'] >= base + LEARNED,
                 tokens_per_s=m['tokens_per_s'], used=m.get('used'), seconds=round(time.perf_counter() - t, 1),
-                machine=machine(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'))
+                **provenance(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'))
 
 def score(out: Path, name: str, data: Path) -> dict:
     """A finished `bert-nb train --steps` run of candidate `name` (its args.json checked against the candidate's
@@ -144,7 +144,7 @@ def score(out: Path, name: str, data: Path) -> dict:
     return dict(name=name, tokens=float(m['tokens']), seconds_budget=None, seed=args['seed'], share=1,
                 steps=m['steps'], seen=m['tokens'], acc=ev['acc'], loss=ev['loss'], train_acc=seen['acc'],
                 learned=ev['acc'] >= base + LEARNED, tokens_per_s=m['tokens_per_s'], seconds=m['wall_s'],
-                machine=machine(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'),
+                **provenance(), threads=torch.get_num_threads(), aten=os.environ.get('ATEN_CPU_CAPABILITY', 'default'),
                 run=f"a finished run of {m['steps']} steps", draws=draws)
 
 def _pin(cores):

@@ -45,7 +45,7 @@ import multiprocessing as mp
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import machine
+from common import machine, provenance
 
 def _model_and_batch(p: float | None = None):
     from bert_nb.bert import BertConfig, BertForMLM, mlm_mask
@@ -223,7 +223,7 @@ def main():
           f"masking {a.mask_p:.0%}  [{machine()}]")
     print(f"  {flops['float32'] / 1e6:.2f} MFLOP a token counted from the shapes; torch's FlopCounterMode counts "
           f"{counted / 1e6:.2f} (its attention and loss count differently)")
-    out = dict(machine=machine(), flops_per_token=flops, counted_flops_per_token=counted, threads={})
+    out = dict(provenance(), flops_per_token=flops, counted_flops_per_token=counted, threads={})
     for n in ns.threads:
         torch.set_num_threads(n)
         precs = [torch.float32] + [torch.bfloat16] * bf16
