@@ -369,7 +369,7 @@ def plot_memory(bench: dict):
 
 # %% ../nbs/10_data.ipynb #42719dcb
 KJV_BOOKS = importlib.resources.files('bert_nb') / 'data' / 'kjv_books.json'
-OLD_TESTAMENT = 39  # the first 39 books; the other 27 are the New Testament
+OLD_TESTAMENT = 39  # the first 39 books; the rest are the New Testament
 # the books as shipped, a digest of their compact JSON: two chapters swapped keep every count, misplace verses
 KJV_BOOKS_SHA256 = '6bd799999b7dfb9c8baca1c929813a4499bbe0a6da2b745e0bc55d1754897e07'
 

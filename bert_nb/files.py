@@ -75,7 +75,7 @@ def read_json(path: str | os.PathLike, text: bytes | None = None) -> dict:
     path = _as_path('path', path)
     if text is None: _readable(path)
     try: return json.loads((path.read_bytes() if text is None else text).decode(), parse_constant=_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: also a 5,000-digit integer
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: an int too long to convert
         why = 'nested too deeply' if isinstance(e, RecursionError) else e
         raise ValueError(f"{path} is not valid JSON: {why}") from None
 

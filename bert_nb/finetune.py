@@ -163,7 +163,7 @@ def tune_loop(model: nn.Module, n: int, loss_of: Callable[[list[int]], torch.Ten
 
 # %% ../nbs/05_finetune.ipynb #5ebea6d8
 def fine_tune(model: Classifier, tok: WordPieceTokenizer, train: list[tuple[str, int]], *, epochs: int = 3,
-              batch_size: int = 32, lr: float = 1e-3, warmup: float = 0.1, weight_decay: float = 0.01,
+              batch_size: int = 32, lr: float = 1e-4, warmup: float = 0.1, weight_decay: float = 0.01,
               max_len: int | None = None, seed: int = 0) -> list[float]:
     """Fine-tune every weight of `model` on (text, label) pairs: AdamW, linear warmup and decay, epochs
     shuffled by PCG32(seed); dropout seeded from `seed` too. Returns each step's loss."""

@@ -36,7 +36,7 @@ SPLIT, INIT, ORDER, EVAL, DEMO = (2**63 + i for i in range(5))  # streams; maski
 def shuffle(n: int, rng: PCG32) -> np.ndarray:
     "A Fisher-Yates permutation of range(n): for i from n - 1 down to 1, swap i with rng.below(i + 1)."
     idx, i = array.array('q', range(n)), n - 1  # 8 bytes a row, not a Python int each
-    for k in range(0, n - 1, 1 << 16):  # 65,536 draws at once, then their swaps in order
+    for k in range(0, n - 1, 1 << 16):  # 2**16 draws at once, then their swaps in order
         for j in belows(rng, np.arange(n - k, max(n - k - (1 << 16), 1), -1)).tolist():
             idx[i], idx[j] = idx[j], idx[i]; i -= 1
     return np.frombuffer(idx, np.int64)  # a view: the array stays alive as its base

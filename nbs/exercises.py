@@ -253,10 +253,10 @@ def _05_2(rates):
     want = {5e-5, 3e-5, 2e-5}  # Devlin et al. (2019), appendix A.3
     try: got = {float(r) for r in rates}
     except (TypeError, ValueError): return ['rates should be a list of numbers']
-    return (_same('rates', got, want, [({1e-3, 1e-4}, "those are this chapter's rates, for its small encoder"),
+    wrong = _same('rates', got, want, [({1e-4, 3e-4}, "those are this chapter's rates, for its small encoder"),
                                        ({5e-5, 4e-5, 3e-5, 2e-5}, 'one of those the paper does not try'),
                                        ({2e-5}, 'the paper tries more than one')])
-            + _same('rates', len(rates), len(want)))
+    return wrong or ([] if len(rates) == len(want) else ['rates should name each rate once'])  # one line a miss
 
 # 06: ModernBERT
 def _06_1(square_scores, block_scores, band_pairs):

@@ -111,7 +111,7 @@ ANSWERS = {
           "(lambda t: float(sum((np.bincount([y for _, y in t.train]) / len(t.train)) ** 2)))(verse_task('section'))":
               'the training set against itself'}),
         ('rates = None', '[5e-5, 3e-5, 2e-5]',
-         {'[1e-3, 1e-4]': "this chapter's small encoder", '[5e-5, 4e-5, 3e-5, 2e-5]': 'a rate BERT did not try',
+         {'[1e-4, 3e-4]': "this chapter's small encoder", '[5e-5, 3e-5, 2e-5, 2e-5]': 'a rate twice', '[5e-5, 4e-5, 3e-5, 2e-5]': 'a rate BERT did not try',
           '[2e-5]': 'one of them'}),
     ],
     '06_modernbert': [

@@ -1,13 +1,13 @@
 """Every number in a chapter's prose comes from a cell or from a JSON a cell reads (#57): each number of a markdown
-cell of every notebook (the README's index.ipynb and the Results page too) is printed by one of the notebook's cells (as
+cell, a code comment, a figure's caption or alt text, of every notebook (the README's index.ipynb and the Results page too) is printed by one of the notebook's cells (as
 printed, or rounded to fewer decimals: 94.17% printed, 94.2% quoted) or written in one of its code cells (a share
 there, 0.15, may be a percentage in the prose, 15%). A figure a cell reads from a bench/*.json counts once that
 cell prints it: matched against every number of a JSON, at every scale, a made-up figure passed half the time (04's
 electra.json, 6,893 numbers), so the JSON alone stands behind nothing. Appendix 14 quotes bench/step.json, which
 each run of `make bench-step` rewrites: its prose has to be read again with it. What is not a measurement is left
 out: formulas, code, links, years of citations, chapter and section numbers, the numbering of lists, issue numbers,
-the name 80/10/10, file modes, versions and bit widths."""
-import json, re, sys
+a split's name such as 80/10/10, file modes, versions and bit widths."""
+import io, json, re, sys, tokenize
 from pathlib import Path
 import pytest
 
@@ -19,7 +19,7 @@ NOT_MEASURED = [r'`[^`]*`', r'\$[^$]*\$',  # code, then formulas: a $ in code wo
                 r'\b(?:19|20)\d\d\b',  # years
                 r'\b[Cc]hapters? \d\d(?:\s*(?:and|,|to)\s*\d\d)*', r'\b\d\d\'s\b', r'§\d+', r'\b\d\d[a-z]?_\w+',
                 r'\b[Ss]ections? \d+(?:\.\d+)?(?:\s*(?:and|,|to)\s*\d+)*', r'#+ \d+(?:\.\d+)*\.?', r'(?m)^\d+\. ',
-                r'\bappendix(?: A(?:\.\d+)?| \d\d\b)?', r'#\d+\b', r'\b80/10/10\b',  # appendices, issues, a name
+                r'\bappendix(?: A(?:\.\d+)?| \d\d\b)?', r'#\d+\b', r'\b\d+/\d+/\d+\b',  # appendices, issues, a split's name (80/10/10)
                 r'\b0[0-7]{3}\b', r'\bLinux \d+\.\d+', r'\b\d+(?:-bit| bits)\b']  # file modes, versions, widths
 
 def plain(n: str) -> str: return n.replace(',', '').replace('_', '')
@@ -34,21 +34,29 @@ def unsupported(path: Path) -> list[tuple[str, str, str]]:
     for c in cells:
         if c['cell_type'] != 'code': continue
         src = ''.join(c['source'])
+        for said in said_in_code(src): src = src.replace(said, ' ')  # what the code says of itself is checked
         written = [plain(n) for n in re.findall(r'\d[\d_,]*(?:\.\d+)?', src)]
-        known |= set(written)
+        known |= set(written) | {n.split('.')[0] for n in written if re.fullmatch(r'\d+\.0+', n)}  # 300.0: 300
         shares |= {plain(f'{100 * float(n):.{d}f}') for n in written for d in range(3)}  # 0.15 in code, 15% in prose
         for o in c.get('outputs', []):
             printed = ''.join(o.get('text', '')) + ''.join(o.get('data', {}).get('text/plain', ''))
             known |= {r for m in NUM.finditer(printed) for r in rounded(plain(m[1]))}
     out = []
     for c in cells:
-        if c['cell_type'] != 'markdown': continue
-        text = ''.join(c['source'])
+        text = ''.join(c['source']) if c['cell_type'] == 'markdown' else '\n'.join(said_in_code(''.join(c['source'])))
         for pat in NOT_MEASURED: text = re.sub(pat, ' ', text)
         out += [(c['id'], m[1], text[max(0, m.start() - 40):m.end() + 10].replace('\n', ' '))
                 for m in NUM.finditer(text) if plain(m[1]) not in known
                 and not (text[m.end():m.end() + 1] == '%' and plain(m[1]) in shares)]
     return out
+
+def said_in_code(src: str) -> list[str]:
+    "What a code cell says in words: its comments, and its figure's caption and alt text (`#| fig-cap:`, `#| fig-alt:`)."
+    said = [l.split(':', 1)[1] for l in src.splitlines() if l.startswith(('#| fig-cap:', '#| fig-alt:'))]
+    try: said += [t.string[1:] for t in tokenize.generate_tokens(io.StringIO(src).readline)
+                  if t.type == tokenize.COMMENT and not t.string.startswith('#|')]
+    except (tokenize.TokenError, SyntaxError): pass  # IPython's own syntax (!, %): its comments unread
+    return said
 
 @pytest.mark.parametrize('stem', sorted(p.stem for p in NBS.glob('*.ipynb')))  # the README, chapters, appendices
 def test_every_number_in_the_prose_comes_from_a_cell(stem):

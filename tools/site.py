@@ -50,7 +50,9 @@ def reader_cells(nb):
     return nb
 
 def chapter_links(md: str) -> str:
-    "Links between chapters name the notebooks; on the site they are the pages built from them."
+    """Links between chapters name the notebooks, and the play page its source (which Jupyter and GitHub open); on
+    the site they are the pages built from them."""
+    md = md.replace('](../tools/site_templates/play.md', '](play.md')
     return re.sub(r'\]\((\d\d[a-z]?_\w+|index)\.ipynb(#[\w-]*)?\)', r'](\1.md\2)', md)
 
 def page(stem: str, nb) -> str:
