@@ -28,11 +28,13 @@ def run(load: int, minutes: float) -> dict:
                                capture_output=True, text=True)
             if r.returncode: raise SystemExit(f"bert-nb train failed:\n{r.stderr[-2000:]}")
             m = json.loads(Path(f'{d}/run/metrics.json').read_text())
+            loadavg = float(Path('/proc/loadavg').read_text().split()[0])  # the last minute's, busy and run
             said = [l for l in r.stderr.splitlines() if 'of its' in l and 'budget' in l]
     finally:
         for p in procs: p.terminate()
     return dict(load=load, cores=os.cpu_count(), minutes=minutes, used=m['used'], used_s=m['used_s'],
-                steps=m['steps'], evals=len(m['eval']), acc=m['held_out']['acc'], warned=said[0] if said else None)
+                steps=m['steps'], evals=len(m['eval']), acc=m['held_out']['acc'], loadavg=loadavg,
+                warned=said[0] if said else None)
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
