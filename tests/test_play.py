@@ -18,6 +18,7 @@ SITE = ROOT / '_docs'
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
 from browser import chromium  # noqa: E402
 CHROMIUM = chromium()
+HANG_MS = 60_000  # a hang's guard: the page is usable in under 2 s on a quiet machine (bench/play.json), 30 times that
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason='no chromium: `make chromium` gets one, `make test` runs it')
 HARD = ['', '   ', '\t\n', 'Café déjà vu', 'naïve ÀÉÎÕÜ', '北京欢迎你 and 東京', 'emoji 😀👍🏽 family 👨‍👩‍👧',
         'a' * 300, 'x' * 100, 'x' * 101, "don't--stop!!! (yes) [MASK] [mask] [MASK]x", 'Ǆ ǅ ǆ ß ẞ İ ı',
@@ -51,13 +52,14 @@ def page(tmp_path_factory):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--disable-gpu'])
         ctx = browser.new_context(viewport={'width': 1280, 'height': 900})
+        ctx.set_default_timeout(HANG_MS)  # every wait and call on the page: a hang's guard
         outside = []
         ctx.route('**/*', lambda r: r.continue_() if r.request.url.startswith('file:')
                   else (outside.append(r.request.url), r.abort()))
         p, errors = ctx.new_page(), []
         p.on('pageerror', lambda e: errors.append(str(e)))
         p.goto(html.as_uri(), wait_until='load')
-        p.wait_for_function('globalThis.BertNb && BertNb.page', timeout=10_000)
+        p.wait_for_function('globalThis.BertNb && BertNb.page', timeout=HANG_MS)
         p.errors, p.outside = errors, outside
         yield p
         browser.close()
@@ -358,9 +360,9 @@ def test_the_shipped_models_snapshots_are_on_the_slider_when_the_page_opens(page
     files = sorted((ROOT / 'nbs' / 'kjv-snapshots').glob('step-*.safetensors'))
     assert [f.stem for f in files] == [Path(s['dir']).name for s in m['snapshots'][:-1]] and len(m['snapshots']) >= 6
     page.reload(wait_until='load')
-    page.wait_for_function('globalThis.BertNb && BertNb.page', timeout=10_000)
+    page.wait_for_function('globalThis.BertNb && BertNb.page', timeout=HANG_MS)
     assert page.locator('#play-fill .play-answer').count() > 0  # usable before the snapshots have loaded ...
-    page.wait_for_selector('#play-snaps', state='visible', timeout=30_000)  # ... which come after
+    page.wait_for_selector('#play-snaps', state='visible', timeout=HANG_MS)  # ... which come after
     n = len(m['snapshots'])
     assert page.get_attribute('#play-snap', 'max') == str(n - 1)
     assert page.input_value('#play-snap') == str(n - 1)

@@ -143,7 +143,7 @@ def check(site: Path = SITE) -> int:
         page = ctx.new_page()  # the search box, from file:// (the offline plugin's inlined index)
         page.goto((site / 'index.html').as_uri(), wait_until='load')
         page.fill('input.md-search__input', 'attention reach')
-        try: page.wait_for_selector('.md-search-result__item', timeout=15_000)
+        try: page.wait_for_selector('.md-search-result__item', timeout=60_000)  # a hang's guard, not a speed test
         except Exception: problems.append("index.html: a search for 'attention reach' found nothing")
         browser.close()
     ids = {p.resolve(): set(r['ids']) for p, r in found.items()}
