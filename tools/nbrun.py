@@ -40,8 +40,13 @@ def readme(nb_path: Path, out: Path):
             d = directives(c)
             if 'hide' in d or 'default_exp' in d: continue
             if d.get('echo:') == ['false']:
-                cells += [nbformat.v4.new_markdown_cell(md) for o in c.get('outputs', [])
-                          if (md := _shown(o, d, figures, out.parent))]
+                outs = []  # consecutive printed outputs are one block, as Jupyter shows them
+                for o in c.get('outputs', []):
+                    if o.get('output_type') == 'stream' and outs and outs[-1].get('output_type') == 'stream':
+                        outs[-1] = dict(outs[-1], text=outs[-1]['text'] + o['text'])
+                    else: outs.append(o)
+                shown = (_shown(o, d, figures, out.parent) for o in outs)
+                cells += [nbformat.v4.new_markdown_cell(md) for md in shown if md]
                 continue
             strip_directives(c)
         cells.append(c)
