@@ -40,7 +40,8 @@ def built_page(tmp: Path) -> Path:
         if f.name != 'assets': (tmp / f.name).symlink_to(f)
     for f in (site / 'assets').iterdir():
         if f.name != 'play': (tmp / 'assets' / f.name).symlink_to(f)
-    (tmp / 'assets' / 'play' / 'kjv-model.js').symlink_to(site / 'assets' / 'play' / 'kjv-model.js')
+    for f in (site / 'assets' / 'play').iterdir():  # the model and its snapshots: the mirror's page loads them all
+        if f.name != 'bert-nb.js': (tmp / 'assets' / 'play' / f.name).symlink_to(f)
     (tmp / 'assets' / 'play' / 'bert-nb.js').write_text(script)
     return tmp / 'play.html'
 
@@ -347,8 +348,10 @@ def test_a_runs_snapshots_run_on_a_slider(page, snap30):
         assert (js - ours).abs().max().item() <= encoder_tol(model.config, len(ids), torch.float32, ours.abs().max().item())
         shown = [a.split(' ')[0] for a in page.locator('#play-fill .play-answer').all_inner_texts()]
         assert shown == [w for w, _ in fill(model, tok, 'And God said, [MASK] there be light: and there was light.')[0]]
-        drawn = page.evaluate('BertNb.page.curveDrawn')
-        assert drawn['curve'] == [[e['step'], e['loss']] for e in m['eval']] and drawn['at'] == [s['step'], s['loss']]
+        drawn = page.evaluate('BertNb.page.curveDrawn')  # one line through the evaluations and the snapshots
+        measured = {e['step']: e['loss'] for e in m['snapshots']} | {e['step']: e['loss'] for e in m['eval']}
+        assert drawn['curve'] == sorted(map(list, measured.items())) and drawn['at'] == [s['step'], s['loss']]
+        assert {t for t, _ in drawn['curve']} >= {e['step'] for e in m['snapshots']}
     shipped(page)
     assert page.locator('#play-snaps').is_hidden()  # another model: no slider
 
@@ -373,6 +376,7 @@ def test_the_shipped_models_snapshots_are_on_the_slider_when_the_page_opens(page
     for i, s in enumerate(m['snapshots']):
         slide(page, i)
         assert page.locator('#play-snap-out').inner_text().startswith(f"step {s['step']:,}: held-out loss {s['loss']:.3f}")
+        assert page.locator('#play-model').inner_text().split(':')[0].endswith(f"step {s['step']:,}")  # one way
         shutil.copyfile(files[i] if i < n - 1 else KJV / 'model.safetensors', d / 'model.safetensors')
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
@@ -454,10 +458,63 @@ def test_every_head_is_drawn_as_a_heat_map_or_as_lines(page):
               return Array.from(c.getContext('2d').getImageData(Math.floor((m + (j + 0.5) * cell) * k),
                                                                 Math.floor((m + (i + 0.5) * cell) * k), 1, 1).data);
             }""", [int(i), int(j), n])
-            assert dark[:3] == [63, 81, 181]  # the full colour: white for 0, the site's indigo for the largest
+            t = P[i, j]  # on the one scale: white at 0, the site's indigo at 1
+            assert np.abs(np.array(dark[:3]) - [255 - 192 * t, 255 - 174 * t, 255 - 74 * t]).max() <= 1, (dark, t)
     page.select_option('#play-view', 'lines')
     page.click('#play-attn', position={'x': 50, 'y': 4 + 2.5 * 18})  # the third reading token
     assert page.evaluate('BertNb.page.focus') == 2
     page.click('#play-attn', position={'x': 50, 'y': 4 + 2.5 * 18})
     assert page.evaluate('BertNb.page.focus') is None
     page.select_option('#play-view', 'heat')
+
+def test_the_text_box_is_on_the_first_screen(page):
+    "At 1280 x 900 and on a phone's 390 x 844, the text box is on the first screen: a reader types before reading on."
+    for size in ({'width': 1280, 'height': 900}, {'width': 390, 'height': 844}):
+        page.set_viewport_size(size)
+        page.evaluate('window.scrollTo(0, 0)')
+        box = page.locator('#play-text').bounding_box()
+        assert box['y'] + box['height'] <= size['height'], (size, box)
+    page.set_viewport_size({'width': 1280, 'height': 900})
+
+def test_a_fields_refusal_stays_while_it_is_wrong_and_goes_once_it_is_right(page):
+    "An empty field is refused, not read as 0; the refusal follows the field as it is edited, and goes when it is right."
+    shipped(page)
+    page.fill('#play-text', 'And God said, Let there be light: and there was light.')
+    msg = lambda: page.locator('#play-msg').inner_text()
+    for field, bad, says, still, right in [('#play-p', '1.5', 'p must be in [0, 1], got 1.5', '2', '0.5'),
+                                           ('#play-p', '', 'p must be in [0, 1], got nothing', '-1', '0.15'),
+                                           ('#play-seed', '', 'seed must be a whole number >= 0, got nothing', '-3', '7'),
+                                           ('#play-seed', '1.5', 'got 1.5', '-1', '0')]:
+        page.click('#play-clear'); page.fill('#play-seed', '0'); page.fill('#play-p', '0.15')
+        page.fill(field, bad); page.click('#play-draw')
+        assert says in msg() and page.locator('#play-drawn').inner_text() == '', (field, bad, msg())  # nothing drawn
+        page.fill(field, still)
+        assert f'got {still}' in msg(), (field, still, msg())  # still wrong: said again, of the new value
+        page.fill(field, right)
+        assert msg() == '', (field, right, msg())  # right: the refusal is gone
+    page.click('#play-clear')
+
+def test_the_picked_count_reads_as_words(page, kjv):
+    "None picked reads 'no position picked', one '1 position picked': mlm_batch's count of labels, in words."
+    model, tok = kjv
+    shipped(page)
+    text = 'And God said, Let there be light: and there was light.'
+    page.fill('#play-text', text)
+    page.fill('#play-seed', '0'); page.fill('#play-p', '0'); page.click('#play-draw')
+    assert ': no position picked' in page.locator('#play-drawn').inner_text()
+    seed = next(s for s in range(100) if (mlm_batch(tok, [text], model.config.max_len, 0.05, PCG32(s))['labels'] >= 0
+                                           ).sum() == 1)
+    page.fill('#play-seed', str(seed)); page.fill('#play-p', '0.05'); page.click('#play-draw')
+    assert ': 1 position picked;' in page.locator('#play-drawn').inner_text()
+    page.click('#play-clear')
+
+def test_attention_is_drawn_on_one_fixed_scale_with_its_legend(page):
+    """Every head's map on one scale, a weight of 0 white and of 1 the darkest, whatever the map's own largest weight
+    (step 0's uniform heads look pale, not as sharp as a trained head), with the legend's ends under it."""
+    shipped(page)
+    page.fill('#play-text', 'And God said, Let there be light')
+    page.select_option('#play-view', 'heat')
+    for layer, head in (('0', '0'), ('1', '1')):
+        page.select_option('#play-layer', layer); page.select_option('#play-head', head)
+        assert page.evaluate('BertNb.page.attnDrawn') == {'lo': 0, 'hi': 1}
+    assert page.locator('#play-layer option').first.inner_text() == 'layer 0'  # from 0, as the chapters count

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlparse, unquote
 from playwright.sync_api import sync_playwright
 from nbrun import WARNING
-import browser
+from browser import chromium as find_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / '_docs'
@@ -99,7 +99,7 @@ def on_phone(f: dict, say):
 def check(site: Path = SITE) -> int:
     pages = sorted(p for p in site.glob('*.html') if p.name != '404.html')
     if not pages: raise SystemExit(f"no pages in {site}: run `make docs` first")
-    chromium = browser.chromium()
+    chromium = find_chromium()
     if not chromium: raise SystemExit("no Chromium: `make chromium` gets one (the system's, Debian's or Playwright's)")
     shots = site / 'screens'; shots.mkdir(exist_ok=True)
     found, problems, outside = {}, [], []

@@ -843,8 +843,9 @@ FAULTS += [
     Fault('l26', "a CRLF vocab.txt's tokens keeping their \\r", 'ports/js/wordpiece.mjs', 'export class WordPiece',
           ".map((l) => l.replace(/\\r$/, ''))", '', F7),
     Fault('l27', "'N positions picked' counting only those shown as [MASK]", 'ports/js/play.mjs', 'export class Page',
-          '${this.drawn.labels.filter((l) => l >= 0).length} positions picked',
-          "${this.drawn.inputs.filter((t) => t === this.m.tok.ids.get('[MASK]')).length} positions picked", PAGE7),
+          'const n = this.drawn ? this.drawn.labels.filter((l) => l >= 0).length : 0;',
+          "const n = this.drawn ? this.drawn.inputs.filter((t) => t === this.m.tok.ids.get('[MASK]')).length : 0;",
+          PAGE7),
     Fault('l28', 'a click in the lines view rounded to the nearest row', 'ports/js/play.mjs', 'export class Page',
           'Math.floor((e.clientY - r.top - 4) / 18)', 'Math.round((e.clientY - r.top - 4) / 18)', PAGE7),
     Fault('l29', "exact reach refused at the model's limit", 'ports/js/play.mjs', 'export class Page',
@@ -860,6 +861,22 @@ HEADS = ['tests/test_public.py', 'tests/test_finetune.py', 'tests/test_tagging.p
 SPEED = ['tests/test_encoder.py', 'tests/test_public.py', 'tests/test_unpad.py', 'tests/test_faults7.py']
 SNAPS = ['tests/test_snapshots.py']
 PORTMB = ['tests/test_port_modernbert.py']
+PAGE8 = ['tests/test_play.py', '-k', 'first_screen or field or picked or scale or slider or snapshots']
+FAULTS += [  # the page as a learner meets it: what it draws, what it says
+    Fault('pg1', 'an empty seed field read as seed 0', 'ports/js/play.mjs', 'export class Page',
+          "if (a === '' || !Number.isInteger(seed)", 'if (!Number.isInteger(seed)', PAGE8),
+    Fault('pg2', "a field's refusal kept after the field is put right", 'ports/js/play.mjs', 'export class Page',
+          "error ? this.say(error, true) : (this.say(''), this.fieldError = false);",
+          'if (error) this.say(error, true);', PAGE8),
+    Fault('pg3', "each attention map scaled to its own largest weight", 'ports/js/play.mjs', 'export class Page',
+          "{ scale: [0, 1], unit: 'attention weight' }", "{ unit: 'attention weight' }", PAGE8),
+    Fault('pg4', 'the loss curve drawn through the evaluations only', 'ports/js/play.mjs', 'function lossCurve(',
+          '[...new Map([...evals, ...dots]', '[...new Map([...evals]', PAGE8),
+    Fault('pg5', "a snapshot's step written without its thousands' comma", 'ports/js/play.mjs', 'export class Page',
+          "`${this.run.name}, step ${s.step.toLocaleString('en')}`", '`${this.run.name}, step ${s.step}`', PAGE8),
+    Fault('pg6', "'1 positions picked'", 'ports/js/play.mjs', 'export class Page',
+          "position${n > 1 ? 's' : ''} picked", 'positions picked', PAGE8),
+]
 PAGEMB = ['tests/test_play.py', '-k', 'modernbert']
 PAGESNAP = ['tests/test_play.py', '-k', 'slider or snapshots']
 ARCH = ['tests/test_arch.py']

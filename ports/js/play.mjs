@@ -29,7 +29,7 @@ export function loadSnapshots(metricsText, dirs) {  // dirs: {'snapshots/step-00
   if (dirs === null || typeof dirs !== 'object') throw new TypeError('dirs must map each snapshot directory to its files');
   const list = metrics?.snapshots;
   if (!Array.isArray(list) || list.length < 2)
-    throw new Error('metrics.json lists no snapshots: train the run with --snapshots N');
+    throw new Error('metrics.json lists no snapshots: train a run of fixed steps with them, bert-nb train --steps N --snapshots K');
   const snaps = list.map((s) => {
     if (!Number.isInteger(s?.step) || typeof s.dir !== 'string' || typeof s.loss !== 'number' || typeof s.acc !== 'number')
       throw new Error('metrics.json: a snapshot without its step, dir, loss and acc');
@@ -109,20 +109,29 @@ export function drawMask({ model, tok }, text, seed, p) {
 const esc = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 const $ = (id) => document.getElementById(id);
 
-// A heat map of an n × n matrix (row i reads column j) on a canvas as wide as its box, tokens along both sides.
-function heatmap(canvas, M, n, labels, { log = false } = {}) {
-  const css = Math.min(canvas.parentElement.clientWidth, 560), margin = Math.min(90, css * 0.22);
+// A heat map of an n × n matrix (row i reads column j) on a canvas as wide as its box, tokens along both sides. `scale`
+// fixes the colours' range, [lo, hi] (an attention weight's [0, 1], so that maps compare: a uniform head is pale);
+// without it the map's own range. Under it a legend: the colour bar and its ends, named `unit`.
+const shade = (t) => `rgb(${255 - 192 * t},${255 - 174 * t},${255 - 74 * t})`;  // white to the site's indigo
+function heatmap(canvas, M, n, labels, { log = false, scale = null, unit = '' } = {}) {
+  const css = Math.min(canvas.parentElement.clientWidth, 560), margin = Math.min(90, css * 0.22), key = 30;
   const cell = (css - margin) / n, dpr = window.devicePixelRatio || 1, cx = canvas.getContext('2d');
-  canvas.style.width = `${css}px`; canvas.style.height = `${css}px`;
-  canvas.width = css * dpr; canvas.height = css * dpr;
-  cx.scale(dpr, dpr); cx.clearRect(0, 0, css, css);
-  const v = Array.from(M, (x) => (log ? Math.max(-6, Math.log10(x)) : x));
-  const lo = log ? Math.min(...v) : 0, hi = Math.max(...v, lo + 1e-12);
+  canvas.style.width = `${css}px`; canvas.style.height = `${css + key}px`;
+  canvas.width = css * dpr; canvas.height = (css + key) * dpr;
+  cx.scale(dpr, dpr); cx.clearRect(0, 0, css, css + key);
+  const v = [];  // a loop, not a spread: a map of 8,192 tokens has more entries than a call takes arguments
+  for (const x of M) v.push(log ? Math.max(-6, Math.log10(x)) : x);
+  let [lo, hi] = scale ?? [log ? Infinity : 0, -Infinity];
+  if (!scale) { for (const x of v) { if (log && x < lo) lo = x; if (x > hi) hi = x; } hi = Math.max(hi, lo + 1e-12); }
   for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
-    const t = (v[i * n + j] - lo) / (hi - lo);  // white to the site's indigo
-    cx.fillStyle = `rgb(${255 - 192 * t},${255 - 174 * t},${255 - 74 * t})`;
+    cx.fillStyle = shade(Math.min(1, Math.max(0, (v[i * n + j] - lo) / (hi - lo))));
     cx.fillRect(margin + j * cell, margin + i * cell, Math.ceil(cell), Math.ceil(cell));
   }
+  const bar = css - margin - 80;  // the legend: lo to hi, left to right, under the map
+  for (let k = 0; k < bar; k++) { cx.fillStyle = shade(k / (bar - 1)); cx.fillRect(margin + 40 + k, css + 8, 1, 10); }
+  cx.fillStyle = '#333'; cx.font = '11px sans-serif'; cx.textBaseline = 'middle';
+  cx.textAlign = 'right'; cx.fillText(log ? lo.toFixed(1) : String(lo), margin + 36, css + 13);
+  cx.textAlign = 'left'; cx.fillText(`${log ? hi.toFixed(1) : hi} ${unit}`, margin + 44 + bar, css + 13);
   cx.fillStyle = '#333'; cx.font = `${Math.max(9, Math.min(12, cell * 0.8))}px sans-serif`;
   cx.textAlign = 'right'; cx.textBaseline = 'middle';
   labels.forEach((l, i) => cx.fillText(l.slice(0, 10), margin - 3, margin + (i + 0.5) * cell));
@@ -156,16 +165,18 @@ function lines(canvas, P, n, labels, only = null) {
   }
 }
 
-// The held-out loss over the steps, log(1 + step) across (the snapshots' spacing), the snapshots as dots and the one in
-// use ringed. Returns what it draws: {curve: [[step, loss]], dots: [[step, loss]], at: [step, loss]}.
-function lossCurve(canvas, curve, snaps, i) {
+// The held-out loss over the steps, log(1 + step) across (the snapshots' spacing): a line through every measured point,
+// the evaluations' and the snapshots' own, the snapshots as dots and the one in use ringed. Returns what it draws:
+// {curve: [[step, loss]] (the line, by step), dots: [[step, loss]], at: [step, loss]}.
+function lossCurve(canvas, evals, snaps, i) {
   const css = Math.min(canvas.parentElement.clientWidth, 560), h = 150, pad = 34;
   const dpr = window.devicePixelRatio || 1, cx = canvas.getContext('2d');
   canvas.style.width = `${css}px`; canvas.style.height = `${h}px`;
   canvas.width = css * dpr; canvas.height = h * dpr;
   cx.scale(dpr, dpr); cx.clearRect(0, 0, css, h);
-  const dots = snaps.map((s) => [s.step, s.loss]), all = [...curve, ...dots];
-  const xs = all.map(([s]) => Math.log1p(s)), ys = all.map(([, l]) => l);
+  const dots = snaps.map((s) => [s.step, s.loss]);
+  const curve = [...new Map([...evals, ...dots].map((p) => [p[0], p])).values()].sort((a, b) => a[0] - b[0]);
+  const xs = curve.map(([s]) => Math.log1p(s)), ys = curve.map(([, l]) => l);
   const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs) || 1, Math.min(...ys), Math.max(...ys)];
   const X = (s) => pad + (css - 2 * pad) * (Math.log1p(s) - x0) / (x1 - x0 || 1);
   const Y = (l) => h - pad + (2 * pad - h) * (l - y0) / (y1 - y0 || 1);
@@ -194,6 +205,7 @@ export class Page {
     this.use(loadShipped(shipped), shipped.name);
     $('play-text').addEventListener('input', () => { this.hidden.clear(); this.drawn = null; this.update(); });
     $('play-draw').addEventListener('click', () => this.draw());
+    for (const id of ['play-seed', 'play-p']) $(id).addEventListener('input', () => this.recheck());
     $('play-clear').addEventListener('click', () => { this.hidden.clear(); this.drawn = null; this.update(); });
     for (const id of ['play-layer', 'play-head', 'play-view'])
       $(id).addEventListener('change', () => this.attention());
@@ -226,7 +238,7 @@ export class Page {
     const arch = m.model instanceof ModernBertMLM ? 'a ModernBERT of ' : '';
     $('play-model').textContent = `${name}: ${arch}${L} layers of width ${d}, ${H} heads, ` +
       `${V.toLocaleString('en')} words, rows of ${T}`;
-    const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i + 1}</option>`);
+    const options = (n, what) => Array.from({ length: n }, (_, i) => `<option value="${i}">${what} ${i}</option>`);  // from 0, as the chapters and torch count
     $('play-layer').innerHTML = options(L, 'layer').join('');
     $('play-head').innerHTML = options(H, 'head').join('');
     $('play-samples').querySelector('[value="exact"]').textContent = `exact (${exactMax(m.model.c)} tokens at most)`;
@@ -258,7 +270,7 @@ export class Page {
       }
       const run = loadSnapshots(await metrics.text(), dirs), name = (files[0].webkitRelativePath || 'your run').split('/')[0];
       this.showRun(run, name);
-      this.say(`Your run is open: ${run.snaps.length} snapshots, from step 0 to ${run.snaps.at(-1).step}.`);
+      this.say(`Your run is open: ${run.snaps.length} snapshots, from step 0 to ${run.snaps.at(-1).step.toLocaleString('en')}.`);
     } catch (e) { this.say(`Not opened: ${e.message}`, true); }
   }
   showRun(run, name) {  // a run's snapshots on the slider, its last one in use
@@ -270,7 +282,7 @@ export class Page {
   }
   snap(i) {  // the run's snapshot i runs the page, under the same text
     const s = this.run.snaps[i];
-    this.use(s.m, `${this.run.name}, step ${s.step}`, true);
+    this.use(s.m, `${this.run.name}, step ${s.step.toLocaleString('en')}`, true);
     this.snapShown(i);
     this.update();
   }
@@ -285,13 +297,23 @@ export class Page {
     if (this.drawn) return this.drawn.inputs;
     return this.base().map((t, i) => (this.hidden.has(i) ? this.m.tok.ids.get('[MASK]') : t));
   }
+  fields() {  // the seed and p the fields hold, or what is wrong with them (an empty field is not 0)
+    const [a, b] = [$('play-seed').value.trim(), $('play-p').value.trim()], seed = Number(a), p = Number(b);
+    if (a === '' || !Number.isInteger(seed) || seed < 0 || seed > Number.MAX_SAFE_INTEGER)
+      return { error: `seed must be a whole number >= 0, got ${a === '' ? 'nothing' : a}` };
+    if (b === '' || !(p >= 0 && p <= 1)) return { error: `p must be in [0, 1], got ${b === '' ? 'nothing' : b}` };
+    return { seed, p };
+  }
+  recheck() {  // a field edited after its refusal: its message stays while it is wrong, and goes once it is right
+    if (!this.fieldError) return;
+    const { error } = this.fields();
+    error ? this.say(error, true) : (this.say(''), this.fieldError = false);
+  }
   draw() {
-    const seed = Number($('play-seed').value), p = Number($('play-p').value);
-    if (!Number.isInteger(seed) || seed < 0 || seed > Number.MAX_SAFE_INTEGER)
-      return this.say(`seed must be a whole number >= 0, got ${$('play-seed').value}`, true);
-    if (!(p >= 0 && p <= 1)) return this.say(`p must be in [0, 1], got ${$('play-p').value}`, true);
+    const { seed, p, error } = this.fields();
+    if (error) { this.fieldError = true; return this.say(error, true); }
     const [inputs, labels] = drawMask(this.m, $('play-text').value, seed, p);
-    this.drawn = { inputs, labels, seed, p }; this.hidden.clear(); this.say('');
+    this.drawn = { inputs, labels, seed, p }; this.hidden.clear(); this.say(''); this.fieldError = false;
     this.update();
   }
   update() {
@@ -312,9 +334,10 @@ export class Page {
         this.hidden.has(i) ? this.hidden.delete(i) : this.hidden.add(i);
         this.update();
       });
-      $('play-drawn').textContent = this.drawn ? `Drawn by mlm_mask from PCG32(${this.drawn.seed}) at p = ` +
-        `${this.drawn.p}: ${this.drawn.labels.filter((l) => l >= 0).length} positions picked; under each, the token ` +
-        `it hides.` : '';
+      const n = this.drawn ? this.drawn.labels.filter((l) => l >= 0).length : 0;
+      $('play-drawn').textContent = !this.drawn ? '' : `Drawn by mlm_mask from PCG32(${this.drawn.seed}) at p = ` +
+        `${this.drawn.p}: ` + (n ? `${n} position${n > 1 ? 's' : ''} picked; under each, the token it hides.`
+                                 : 'no position picked (at this p, in this row).');
       const body = this.drawn || this.hidden.size ? row.slice(1, -1) : ids.slice(1, -1);
       const t = performance.now(), top = fillIds(this.m, body);
       this.forwardAll(row);
@@ -335,7 +358,7 @@ export class Page {
   attention() {
     const P = this.att[Number($('play-layer').value)][Number($('play-head').value)], n = this.labels.length;
     if ($('play-view').value === 'lines') lines($('play-attn'), P, n, this.labels, this.focus);
-    else heatmap($('play-attn'), P, n, this.labels);
+    else this.attnDrawn = heatmap($('play-attn'), P, n, this.labels, { scale: [0, 1], unit: 'attention weight' });
   }
   pick(e) {  // lines: a click on a reading token shows only its lines; a second click, all again
     if ($('play-view').value !== 'lines') return;
@@ -353,7 +376,7 @@ export class Page {
     try { this.reachMap = this.m.model.reach(row, samples); }
     catch (e) { return this.say(`Could not run: ${e.message}`, true); }
     $('play-reach').style.display = 'block';
-    const { lo, hi } = heatmap($('play-reach'), this.reachMap, row.length, this.labels, { log: true });
+    const { lo, hi } = heatmap($('play-reach'), this.reachMap, row.length, this.labels, { log: true, unit: 'log10' });
     $('play-reach-out').textContent = `|d output i / d input embedding j| (row i, column j), log10 from ${lo.toFixed(1)} ` +
       `(white) to ${hi.toFixed(1)} (dark), ${samples === null ? 'exact' : `from ${samples} random directions a token`}, ` +
       `in ${(performance.now() - t).toFixed(0)} ms.`;
