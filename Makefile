@@ -31,10 +31,17 @@ demo: .venv/.installed
 # two AMD EPYC cores with AVX512-BF16 but no AMX ran them in 54 minutes (an Intel Xeon's with AMX ran 32,000 steps of
 # rows of 32 in 49). A machine that takes longer than the hour gets a card and a line from tools/kjv.py that say so.
 KJV_STEPS := 20000
+# The slider's steps, where the model changes: `python tools/kjv.py --place bert_nb/models/kjv/metrics.json 10`, the
+# steps at which the shipped run's smoothed loss had fallen a ninth, two ninths, ... of its way.
+KJV_SNAPSHOTS := 0,362,499,585,758,1209,2350,6337,12991,20000
+# The shipped model was trained on an AMD EPYC's AVX512-BF16 kernels (no AMX). oneDNN on an Intel CPU with AMX takes
+# other bf16 kernels, whose rounding trains other weights; capped at AVX512-BF16, that CPU replays the run bit for bit.
+KJV_KERNELS := ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
 kjv: .venv/.installed
 	rm -rf runs/kjv
-	.venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 --max-len 64 \
-	  --batch-size 32 --bf16 --shift --weight-decay 0.3 --evals 20 --snapshots 6 --out runs/kjv --quiet
+	$(KJV_KERNELS) .venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 \
+	  --max-len 64 --batch-size 32 --bf16 --shift --weight-decay 0.3 --evals 20 --snapshots $(KJV_SNAPSHOTS) \
+	  --out runs/kjv --quiet
 	$(PY) tools/kjv.py runs/kjv bert_nb/models/kjv nbs/kjv-snapshots
 
 # The chapters as a static site in _docs/ (mkdocs-material, from the notebooks run in a Jupyter kernel; slow cells

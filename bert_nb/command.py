@@ -19,7 +19,7 @@ from .pretrain import (RunArgs, prepare, read_corpus, pack_rows, evaluate, find_
 from .data import prepare_data, load_data
 from .files import read_json, read_whole, _unwritable
 from . import run, arch  # the run, and the families of models it trains
-from .run import _snapshot_steps, _check_size
+from .run import _snapshot_steps, _said, _check_size
 from .rundir import _fresh_out
 from .nodes import _agree, _leave_group
 
@@ -46,6 +46,12 @@ def _int(lo: int, hi: int | None = None):
         if hi is not None and v > hi: raise argparse.ArgumentTypeError(f"must be <= {hi}, got {v}")
         return v
     return parse
+
+def _snapshots(s: str) -> int | list[int]:
+    "--snapshots: N (at least 2), or the steps themselves, separated by commas."
+    if ',' not in s: return _int(2)(s)
+    try: return [int(v) for v in s.split(',')]
+    except ValueError: raise argparse.ArgumentTypeError(f"expected N or steps separated by commas, got {s!r}") from None
 
 def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
     def parse(s):
@@ -81,7 +87,8 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--sin-scale', type=_float(0), default=d.sin_scale, help="the sinusoids' amplitude")
     t.add_argument('--minutes', type=_float(0), help=f'the budget (default {d.minutes:g} unless --steps)')
     t.add_argument('--steps', type=_int(1, 10**12), help='number of steps')
-    t.add_argument('--snapshots', type=_int(2), metavar='N', help='keep N models, at log-spaced steps')
+    t.add_argument('--snapshots', type=_snapshots, metavar='N|STEPS',
+                   help='keep N models, at log-spaced steps, or those at STEPS (0,400,2000)')
     for flag, what in (('--sin-pos', 'start the position table from sinusoids'),
                        ('--freq-bias', "start the decoder's bias at the training tokens' log-frequencies"),
                        ('--shift', "cut each epoch's rows at a new offset: new windows on every pass"),
@@ -149,7 +156,7 @@ def _read_args(path: Path) -> RunArgs:
         if act.choices and v is not None and v not in act.choices:
             raise ValueError(f"{path}: {act.dest} must be one of {list(act.choices)}, got {v!r}")
         if callable(act.type) and v is not None:
-            try: act.type(str(v))
+            try: act.type(_said(v) if act.dest == 'snapshots' else str(v))
             except argparse.ArgumentTypeError as e: raise ValueError(f"{path}: {act.dest} {e}") from None
     if d.get('data') and d.get('corpus'):
         raise ValueError(f"{path} names both data and corpus: a run trains on one of them")
@@ -170,7 +177,7 @@ def _check_out(out: Path):
 # %% ../nbs/12_command.ipynb #c1d2e322
 def _resume_args(ns) -> tuple[RunArgs, int]:
     "`--resume DIR`: the interrupted run's own settings, and its vocabulary's size."
-    extra = sorted(ns.given - _WITH_RESUME - {'--snapshots'})  # its own N may be said again
+    extra = sorted(ns.given - _WITH_RESUME - {'--snapshots'})  # its own N (or steps) may be said again
     if extra: raise UsageError(f"--resume continues a run with its own settings; drop {extra[0]}")
     out = Path(ns.resume)
     if not (out / 'args.json').is_file(): raise UsageError(f"{out} holds no run (no args.json)")
@@ -178,8 +185,10 @@ def _resume_args(ns) -> tuple[RunArgs, int]:
     a = _read_args(out / 'args.json')
     a.out = str(out)  # the directory given: a copy of a run resumes in the copy
     if '--snapshots' in ns.given and ns.snapshots != a.snapshots:
-        raise UsageError(f"--snapshots {ns.snapshots}: the run in {out} keeps {a.snapshots or 'no'} "
-                         "snapshots; resume it with its own (drop --snapshots)")
+        keeps = f"snapshots at steps {_said(a.snapshots)}" if isinstance(a.snapshots, list) else \
+            f"{a.snapshots or 'no'} snapshots"
+        raise UsageError(f"--snapshots {_said(ns.snapshots)}: the run in {out} keeps {keeps}; resume it with its own "
+                         "(drop --snapshots)")
     vocab = out / 'vocab.txt' if (out / 'vocab.txt').is_file() else a.vocab  # none yet: from the start
     return a, len(WordPieceTokenizer.from_vocab(vocab)) if vocab else a.vocab_size
 

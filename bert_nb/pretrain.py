@@ -273,7 +273,7 @@ class RunArgs:
     bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
     compile: bool = False                       # torch.compile the step (its compiling: in the budget)
     evals: int = 10                             # held-out evaluations over the run
-    snapshots: int | None = None                # models kept at steps spaced in log scale (--steps runs)
+    snapshots: int | list | None = None         # models kept: N log-spaced steps, or these steps (--steps runs)
     seed: int = 0
     out: str | None = None
 

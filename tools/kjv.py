@@ -6,7 +6,7 @@ itself) go to SNAPS as float16 safetensors, a file a step: the site's slider and
 package (pip's download) goes without them."""
 import hashlib, json, platform, os, shutil, sys
 from pathlib import Path
-import torch
+import numpy as np, torch
 from safetensors.torch import load_file, save_file
 from bert_nb.pretrain import RunArgs
 
@@ -14,6 +14,16 @@ RECIPE = ['vocab_size', 'max_len', 'batch_size', 'd_model', 'layers', 'heads', '
           'weight_decay', 'shift', 'mask_p', 'sin_pos', 'sin_scale', 'freq_bias', 'bf16']
 FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json',
          'special_tokens_map.json']
+
+def place(train: list, n: int) -> list[int]:
+    """n snapshot steps where a run's loss fell: 0, the last step, and between them the first steps at which the
+    training loss, averaged over the steps within 10% of each, has fallen 1/(n-1), 2/(n-1), ... of the way from its
+    first 100 steps' mean to its end. `train` is metrics.json's, rows of (step, tokens, loss)."""
+    loss = np.array([row[2] for row in train])
+    smooth = np.array([loss[int(i * 0.9):int(i * 1.1) + 1].mean() for i in range(len(loss))])
+    start, end = loss[:100].mean(), smooth[-1]
+    return [0] + [int(np.argmax(smooth <= start - (start - end) * k / (n - 1))) + 1 for k in range(1, n - 1)] + \
+           [len(loss)]
 
 def snapshots(run: Path, m: dict, snaps: Path) -> int:
     "Each snapshot but the last as SNAPS/step-NNNNNN.safetensors in float16; the bytes of one."
@@ -92,4 +102,7 @@ It is a small model trained for an hour on one book: it fills in the words of th
         print(f"the run took {m['wall_s'] / 60:.1f} minutes, over the hour its {m['steps']:,} steps are sized for: "
               f"this machine trains {m['tokens_per_s']:,.0f} tokens/s (the card says so)", file=sys.stderr)
 
-if __name__ == '__main__': main(*map(Path, sys.argv[1:4]))
+if __name__ == '__main__':
+    if sys.argv[1] == '--place':  # python tools/kjv.py --place METRICS N: the Makefile's KJV_SNAPSHOTS
+        print(','.join(map(str, place(json.loads(Path(sys.argv[2]).read_text())['train'], int(sys.argv[3])))))
+    else: main(*map(Path, sys.argv[1:4]))
