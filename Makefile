@@ -25,8 +25,8 @@ demo: .venv/.installed
 
 # The small pretrained BERT the package ships (bert_nb/models/kjv, loaded by `load_bert(bert_nb.KJV)`): today's
 # recipe at 4 layers of 192 in bf16, rows of 64 tokens (the search on the Results page chose them), for a fixed number
-# of steps (not minutes: any machine runs the same steps) that two cores run in under an hour, keeping 6 snapshots;
-# then its model card, and the snapshots but the last in float16 for the site's slider and chapter 03
+# of steps (not minutes: any machine runs the same steps) that two cores run in under an hour, keeping 10 snapshots;
+# then its model card, and the snapshots but the last as int8 rows for the site's slider and chapter 03
 # (nbs/kjv-snapshots). The steps are sized for the slower of the two 2-core machines this project was measured on:
 # two AMD EPYC cores with AVX512-BF16 but no AMX ran them in 54 minutes (an Intel Xeon's with AMX ran 32,000 steps of
 # rows of 32 in 49). A machine that takes longer than the hour gets a card and a line from tools/kjv.py that say so.
@@ -34,9 +34,10 @@ KJV_STEPS := 20000
 # The slider's steps, where the model changes: `python tools/kjv.py --place bert_nb/models/kjv/metrics.json 10`, the
 # steps at which the shipped run's smoothed loss had fallen a ninth, two ninths, ... of its way.
 KJV_SNAPSHOTS := 0,362,499,585,758,1209,2350,6337,12991,20000
-# The shipped model was trained on an AMD EPYC's AVX512-BF16 kernels (no AMX). oneDNN on an Intel CPU with AMX takes
-# other bf16 kernels, whose rounding trains other weights; capped at AVX512-BF16, that CPU replays the run bit for bit.
-KJV_KERNELS := ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
+# The shipped model was trained on an AMD EPYC: oneDNN's AVX512-BF16 kernels (no AMX) and MKL's AVX2 ones (MKL takes
+# them on AMD). An Intel CPU with AMX takes other kernels of both, whose rounding trains other weights; capped at
+# those, the Intel Xeon with AMX this project was measured on replays the run bit for bit.
+KJV_KERNELS := ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 MKL_ENABLE_INSTRUCTIONS=AVX2
 kjv: .venv/.installed
 	rm -rf runs/kjv
 	$(KJV_KERNELS) .venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 \

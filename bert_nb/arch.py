@@ -78,6 +78,7 @@ def _model_arch(model: nn.Module) -> Arch:
 class BertArch(Arch):
     "Chapter 02's BertForMLM, its position table started from sinusoids where the run says so."
     name = 'bert'
+    refuses = {'--window': "is ModernBERT's: BERT's every layer reads the whole row"}
     def config(self, a: RunArgs, vocab: int, pad_id: int = 0) -> BertConfig:
         return BertConfig(vocab, max_len=a.max_len, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
                           d_ff=a.d_ff, dropout=a.dropout)
@@ -112,7 +113,7 @@ class ModernBertArch(Arch):
     def config(self, a: RunArgs, vocab: int, pad_id: int = 0) -> ModernBertConfig:
         return ModernBertConfig(vocab, d_model=a.d_model, n_heads=a.heads, n_layers=a.layers,
                                 d_ff=max(1, 2 * a.d_ff // 3), max_len=a.max_len, dropout=a.dropout,
-                                pad_id=pad_id)
+                                window=a.window, pad_id=pad_id)
     def from_dict(self, c: dict) -> ModernBertConfig: return ModernBertConfig(**c)
     def build(self, config: ModernBertConfig, a: RunArgs) -> ModernBertForMLM:
         return ModernBertForMLM(config, PCG32(a.seed, INIT))

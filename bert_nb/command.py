@@ -47,12 +47,6 @@ def _int(lo: int, hi: int | None = None):
         return v
     return parse
 
-def _snapshots(s: str) -> int | list[int]:
-    "--snapshots: N (at least 2), or the steps themselves, separated by commas."
-    if ',' not in s: return _int(2)(s)
-    try: return [int(v) for v in s.split(',')]
-    except ValueError: raise argparse.ArgumentTypeError(f"expected N or steps separated by commas, got {s!r}") from None
-
 def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
     def parse(s):
         try: v = float(s)
@@ -62,6 +56,21 @@ def _float(lo: float, hi: float = 1e6, lo_open: bool = True):
         return v
     return parse
 
+# %% ../nbs/12_command.ipynb #c1d2e3a0
+def _window(s: str) -> int:
+    "--window: an even number of tokens, at least 2 (half read on each side)."
+    v = _int(2)(s)
+    if v % 2: raise argparse.ArgumentTypeError(f"must be even (half on each side), got {v}")
+    return v
+
+def _snapshots(s: str) -> int | list[int]:
+    "--snapshots: N (at least 2), or the steps themselves, separated by commas."
+    if ',' not in s: return _int(2)(s)
+    try: return [int(v) for v in s.split(',')]
+    except ValueError: pass
+    raise argparse.ArgumentTypeError(f"expected N or steps separated by commas, got {s!r}")
+
+
 # %% ../nbs/12_command.ipynb #c1d2e321
 def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     "The `train` command's options, with RunArgs' defaults."
@@ -69,14 +78,14 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
                    help='text files or directories of them, a document a line, '
                    'plain or gzip, bz2, xz; prepared into OUT/data first (default: the bundled KJV)')
     t.add_argument('--encoding', default=d.encoding, help="the corpus files' text encoding")
-    t.add_argument('--data', type=_path, metavar='DIR',
-                   help='a corpus prepared by bert-nb prepare (its vocabulary too)')
+    t.add_argument('--data', type=_path, metavar='DIR', help='a corpus from bert-nb prepare, its vocab too')
     t.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
     t.add_argument('--init', type=_path, metavar='DIR',
                    help='continue pretraining the model in DIR (bert-nb or transformers, BERT or '
                    'ModernBERT; its vocabulary and sizes; an MLM head it lacks starts fresh)')
     t.add_argument('--vocab-size', type=_int(6), default=d.vocab_size)
     t.add_argument('--arch', choices=sorted(arch.ARCHS), default=d.arch, help='chapter 02 or 06')
+    t.add_argument('--window', type=_window, default=d.window, help='modernbert: tokens a local layer reads')
     t.add_argument('--max-len', type=_int(3), default=d.max_len)
     for size in ('--batch-size', '--d-model', '--layers', '--heads', '--d-ff'):  # each at least 1
         t.add_argument(size, type=_int(1), default=getattr(d, size[2:].replace('-', '_')))
@@ -102,8 +111,7 @@ def _train_options(t: argparse.ArgumentParser, d: RunArgs):
     t.add_argument('--resume', type=_path, metavar='DIR', help='continue the interrupted run in DIR')
     t.add_argument('--stop-at', type=_int(1), metavar='STEP', help='stop after STEP steps, resumable')
     t.add_argument('--quiet', action='store_true', help='no progress bar')
-    t.add_argument('--timeout', type=_float(0, 86_400), default=300,
-                   help='under torchrun: seconds a process waits for a silent peer before the run fails')
+    t.add_argument('--timeout', type=_float(0, 86_400), default=300, help='torchrun: seconds to await a peer')
 
 # %% ../nbs/12_command.ipynb #3aad2a75
 def _parser() -> _Parser:
@@ -133,7 +141,7 @@ def _parser() -> _Parser:
 # %% ../nbs/12_command.ipynb #34ffdf31
 _WITH_RESUME = {'--resume', '--stop-at', '--quiet', '--timeout'}  # how to run, not what to run
 _MODEL = {'--vocab', '--vocab-size', '--d-model', '--layers', '--heads', '--d-ff', '--dropout', '--sin-pos',
-          '--no-sin-pos', '--sin-scale'}  # what --init takes from its checkpoint instead
+          '--no-sin-pos', '--sin-scale', '--window'}  # what --init takes from its checkpoint instead
 
 def _read_args(path: Path) -> RunArgs:
     "A run's settings from its args.json, every key and type checked."
@@ -187,8 +195,8 @@ def _resume_args(ns) -> tuple[RunArgs, int]:
     if '--snapshots' in ns.given and ns.snapshots != a.snapshots:
         keeps = f"snapshots at steps {_said(a.snapshots)}" if isinstance(a.snapshots, list) else \
             f"{a.snapshots or 'no'} snapshots"
-        raise UsageError(f"--snapshots {_said(ns.snapshots)}: the run in {out} keeps {keeps}; resume it with its own "
-                         "(drop --snapshots)")
+        raise UsageError(f"--snapshots {_said(ns.snapshots)}: the run in {out} keeps {keeps}; resume it with "
+                         "its own (drop --snapshots)")
     vocab = out / 'vocab.txt' if (out / 'vocab.txt').is_file() else a.vocab  # none yet: from the start
     return a, len(WordPieceTokenizer.from_vocab(vocab)) if vocab else a.vocab_size
 
@@ -205,7 +213,7 @@ def _take_init(ns):
     ns.init = str(find_model(ns.init).resolve())
     ns.arch, ns.vocab_size, ns.d_model, ns.layers = family.name, c.vocab, c.d_model, c.n_layers
     ns.heads, ns.d_ff = c.n_heads, family.d_ff(c)
-    ns.dropout, ns.sin_pos = c.dropout, False
+    ns.dropout, ns.sin_pos, ns.window = c.dropout, False, getattr(c, 'window', ns.window)  # BERT's: none
 
 def _take_arch(ns):
     "--arch's family: none of the options it refuses (ModernBERT's: those that start a position table)."

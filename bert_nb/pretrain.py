@@ -265,7 +265,7 @@ class RunArgs:
     warmup: float = 0.05                        # share of the steps (or of the --minutes budget)
     shift: bool = False                         # each epoch cuts the rows at a new offset: new windows a pass
     mask_p: float = 0.4                         # in training; evaluation masks 0.15
-    arch: str = 'bert'                          # or 'modernbert': chapter 06's encoder, at the same size
+    arch: str = 'bert'; window: int = 128       # or 'modernbert' (06), and its local layers' window
     sin_pos: bool = True                        # start the position table from sinusoids
     sin_scale: float = 0.1                      # ... of this amplitude (5x the word table's init)
     freq_bias: bool = True                      # start the decoder's bias at the tokens' log-frequencies
@@ -273,7 +273,7 @@ class RunArgs:
     bf16: bool | None = None                    # bf16 autocast; None: in a budget run, where it is native
     compile: bool = False                       # torch.compile the step (its compiling: in the budget)
     evals: int = 10                             # held-out evaluations over the run
-    snapshots: int | list | None = None         # models kept: N log-spaced steps, or these steps (--steps runs)
+    snapshots: int | list | None = None         # models kept: N at log-spaced steps, or these (--steps runs)
     seed: int = 0
     out: str | None = None
 

@@ -225,14 +225,16 @@ def _loop(r: _Run, stop_at: int | None, progress: bool):
 def _said(n: int | list[int]) -> str: return ','.join(map(str, n)) if isinstance(n, list) else str(n)
 
 def _snapshot_steps(n: int | list[int] | None, steps: int | None, minutes: float | None = None) -> list[int]:
-    """The steps --snapshots keeps: n of them evenly spaced in log(1 + step), 0 first, the last step last, each
-    once; or n's own steps, a list."""
+    """The steps --snapshots keeps: n of them evenly spaced in log(1 + step), 0 first, the last step last,
+    each once; or n's own steps, a list."""
     if n is None: return []
     if steps is None or minutes is not None:
-        raise ValueError(f"--snapshots {_said(n)} needs --steps and no --minutes: a budget fixes no last step")
+        raise ValueError(f"--snapshots {_said(n)} needs --steps and no --minutes: a budget fixes no last "
+                         "step")
     if isinstance(n, list):
         if bad := [s for s in n if not 0 <= s <= steps]:
-            raise ValueError(f"--snapshots {_said(n)}: step {bad[0]} is not one of this run's steps, 0 to {steps}")
+            raise ValueError(f"--snapshots {_said(n)}: step {bad[0]} is not one of this run's steps, "
+                             f"0 to {steps}")
         if any(a >= b for a, b in zip(n, n[1:])):
             raise ValueError(f"--snapshots {_said(n)}: list the steps in increasing order, each once")
         return list(n)

@@ -297,6 +297,23 @@ def test_the_page_widens_float16_as_numpy_does(tmp_path):
         assert (math.isnan(g) and math.isnan(w)) or (g == w and math.copysign(1, g) == math.copysign(1, w)), (g, w)
 
 @node
+def test_the_page_widens_int8_rows_by_their_scale_as_numpy_does(tmp_path):
+    """The snapshots' int8 rows (tools/kjv.py): each q times its row's float32 scale, rounded to float32 once, is
+    NumPy's float32 product exactly; an int8 matrix without its scale, or with one of the wrong length, is refused."""
+    from safetensors.numpy import save
+    q = np.array([[-128, -1, 0, 1, 127], [5, -7, 100, -100, 3], [0, 0, 0, 0, 0]], np.int8)
+    scale = np.array([0.1, 3.3e-3, 0.0], np.float32)  # 0.1 and 3.3e-3 round in float32: the product rounds again
+    (tmp_path / 'q.safetensors').write_bytes(save({'w': q, 'w.scale': scale, 'b': np.ones(3, np.float32)}))
+    got = js(tmp_path, f"const t = bert.readSafetensors(readFileSync('{tmp_path / 'q.safetensors'}')); "
+                       "out = { names: Object.keys(t).sort(), w: Array.from(t.w.data), shape: t.w.shape };")
+    assert got['names'] == ['b', 'w'] and [int(n) for n in got['shape']] == [3, 5]
+    assert [float(v) for v in got['w']] == (q.astype(np.float32) * scale[:, None]).astype(np.float64).ravel().tolist()
+    for bad in ({'w': q}, {'w': q, 'w.scale': scale[:2]}):
+        (tmp_path / 'bad.safetensors').write_bytes(save(bad))
+        got = js(tmp_path, f"out = bert.readSafetensors(readFileSync('{tmp_path / 'bad.safetensors'}'));")
+        assert 'w is int8 without a float32 scale a row (w.scale)' in got['error'], got
+
+@node
 @pytest.mark.parametrize('case', ['past the data', 'longer than its shape', 'shorter than its shape'])
 def test_the_page_refuses_the_offsets_the_safetensors_library_refuses(tmp_path, case):
     """A tensor ending past the data section (though inside the file, header included), or whose bytes are not

@@ -395,6 +395,27 @@ def test_train_arch_modernbert_refuses_what_it_cannot_build(corpus, tmp_path, ca
     assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'o')] + TINY + extra) == 2
     assert says in capsys.readouterr().err and not (tmp_path / 'o').exists()
 
+def test_train_window_is_the_local_layers_reach_both_libraries_read(corpus, tmp_path):
+    """--window 8: the saved model's local layers read 4 tokens on each side, as bert-nb and transformers load it
+    (transformers' sliding window, its own code, agrees with ours on rows of 32, longer than the window)."""
+    from bert_nb.command import main
+    out = tmp_path / 'w8'
+    assert main(['--corpus', str(corpus), '--steps', '3', '--window', '8', '--out', str(out)] + TINY) == 0
+    assert json.loads((out / 'args.json').read_text())['window'] == 8
+    ours = load_modernbert(out / 'model')
+    assert ours.config.window == 8
+    theirs = AutoModelForMaskedLM.from_pretrained(out / 'model', attn_implementation='eager').eval()
+    assert theirs.config.local_attention == 8
+    ids = torch.tensor([WordPieceTokenizer.from_vocab(out / 'model').encode(' '.join(['and god said'] * 8))[:32]])
+    assert (ours(ids)[0] - theirs(input_ids=ids).logits).abs().max() < 1e-4
+
+@pytest.mark.parametrize('extra,says', [(['--arch', 'bert', '--window', '16'], "--window is ModernBERT's"),
+                                        (['--window', '15'], 'argument --window: must be even'), (['--window', '0'], 'must be >= 2')])
+def test_train_refuses_a_window_it_cannot_build(corpus, tmp_path, capsys, extra, says):
+    from bert_nb.command import main
+    assert main(['--corpus', str(corpus), '--steps', '2', '--out', str(tmp_path / 'o')] + TINY + extra) == 2
+    assert says in capsys.readouterr().err and not (tmp_path / 'o').exists()
+
 RUN = ['--steps', '4', '--max-len', '32', '--batch-size', '8', '--lr', '3e-3', '--evals', '2', '--quiet']
 
 def test_init_continues_a_modernbert_and_resumes_bit_for_bit(corpus, modern_run, tmp_path):

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / '_docs'
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
 from browser import chromium  # noqa: E402
+from kjv import widen  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 CHROMIUM = chromium()
 HANG_MS = 60_000  # a hang's guard: the page is usable in under 2 s on a quiet machine (bench/play.json), 30 times that
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason='no chromium: `make chromium` gets one, `make test` runs it')
@@ -254,10 +256,10 @@ def test_a_file_that_is_not_such_a_model_gets_one_message(page, run30, tmp_path,
 
 @pytest.fixture(scope='module')
 def modern30(tmp_path_factory):
-    "`bert-nb train --arch modernbert --steps 30`: its model directory."
+    "`bert-nb train --arch modernbert --window 8 --steps 30` (the page's recipe for a band): its model directory."
     out = tmp_path_factory.mktemp('modern30') / 'run'
-    subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'train', '--arch', 'modernbert', '--steps', '30', '--out',
-                    str(out), '--quiet'], check=True, capture_output=True)
+    subprocess.run([str(Path(sys.executable).parent / 'bert-nb'), 'train', '--arch', 'modernbert', '--window', '8',
+                    '--steps', '30', '--out', str(out), '--quiet'], check=True, capture_output=True)
     return out / 'model'
 
 def open_dir(page, d: Path):
@@ -287,19 +289,18 @@ def test_a_modernbert_run_opened_through_the_file_picker_fills_as_bert_nb_fill(p
         assert [[w for w, _ in blank] for blank in got] == [[w for w, _ in blank] for blank in fill(model, tok, text)]
     shipped(page)
 
-def test_a_modernberts_local_layers_read_a_band_in_the_page(page, modern30, tmp_path):
-    """The run's model with a window of 4: each local layer's heads give 0 to keys more than 2 away, the global layer
-    reads every key; the logits are still ours in float64 (Python reads the same window), and its reach runs."""
+def test_a_modernberts_local_layers_read_a_band_in_the_page(page, modern30):
+    """The run's model, trained with --window 8: each local layer's heads give 0 to keys more than 4 away, the global
+    layer reads every key; the logits are still ours in float64 (Python reads the same window), and its reach runs."""
     from bert_nb.modernbert_files import load_modernbert
-    d = tmp_path / 'banded'
-    shutil.copytree(modern30, d)
-    (d / 'config.json').write_text(json.dumps(json.loads((d / 'config.json').read_text()) | {'local_attention': 4}))
+    d = modern30
     open_dir(page, d)
     tok, model = WordPieceTokenizer.from_vocab(d), load_modernbert(d).double()
     ids = tok.encode(kjv_verses()[0].text)
     n = len(ids)
     att = page.evaluate('ids => BertNb.page.m.model.forward(ids, []).attention.map(l => l.map(a => Array.from(a)))', ids)
-    far = np.abs(np.arange(n)[:, None] - np.arange(n)) > 2
+    assert n > 9 and model.config.window == 8  # the verse is longer than the band
+    far = np.abs(np.arange(n)[:, None] - np.arange(n)) > 4
     for l, heads in enumerate(att):
         zeros = [(np.reshape(a, (n, n))[far] == 0).all() for a in heads]
         assert all(zeros) if not model.config.is_global(l) else not any(zeros)
@@ -357,8 +358,8 @@ def test_a_runs_snapshots_run_on_a_slider(page, snap30):
 
 def test_the_shipped_models_snapshots_are_on_the_slider_when_the_page_opens(page, tmp_path):
     """The page opens on the shipped model, usable at once; its training's snapshots load after it and go on the
-    slider, the last (the model) in use; at each, the page's logits are PyTorch's on the same weights (the float16 snapshots widened as PyTorch widens them,
-    to float32) within float32's bound, and its top five are fill's."""
+    slider, the last (the model) in use; at each, the page's logits are PyTorch's on the same weights (the int8 snapshots widened by their rows' scales, as
+    tools/kjv.py widens them) within float32's bound, and its top five are fill's."""
     m = json.loads((KJV / 'metrics.json').read_text())
     files = sorted((ROOT / 'nbs' / 'kjv-snapshots').glob('step-*.safetensors'))
     assert [f.stem for f in files] == [Path(s['dir']).name for s in m['snapshots'][:-1]] and len(m['snapshots']) >= 6
@@ -377,7 +378,8 @@ def test_the_shipped_models_snapshots_are_on_the_slider_when_the_page_opens(page
         slide(page, i)
         assert page.locator('#play-snap-out').inner_text().startswith(f"step {s['step']:,}: held-out loss {s['loss']:.3f}")
         assert page.locator('#play-model').inner_text().split(':')[0].endswith(f"step {s['step']:,}")  # one way
-        shutil.copyfile(files[i] if i < n - 1 else KJV / 'model.safetensors', d / 'model.safetensors')
+        if i < n - 1: save_file(widen(load_file(files[i])), d / 'model.safetensors')
+        else: shutil.copyfile(KJV / 'model.safetensors', d / 'model.safetensors')
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             model = load_bert(d).float().eval()

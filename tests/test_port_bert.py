@@ -2,12 +2,15 @@
 float64 from its save_bert directory, equal PyTorch's float32 logits within the float32 bound of tests/tol.py, and
 give the same top five at every position of 50 held-out verses with a blank; a file that is not such a model is
 refused with one clear message."""
-import json, shutil, subprocess, warnings
+import json, shutil, subprocess, sys, warnings
 from pathlib import Path
 import pytest
 import torch
 from bert_nb import KJV, BertConfig, BertEncoder, WordPieceTokenizer, kjv_verses, load_bert, save_bert
+from safetensors.torch import load_file, save_file
 from tol import encoder_tol
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+from kjv import widen  # noqa: E402  the snapshots' int8 rows as float32
 
 PORT = Path(__file__).parents[1] / 'ports' / 'js' / 'bert.mjs'
 pytestmark = pytest.mark.skipif(shutil.which('node') is None, reason='node is not installed')
@@ -20,12 +23,12 @@ SNAPSHOTS = Path(__file__).parents[1] / 'nbs' / 'kjv-snapshots'
 
 @pytest.mark.parametrize('snapshot', [None, 1, -1], ids=['model', 'early snapshot', 'late snapshot'])
 def test_the_shipped_model_as_pytorch_computes_it(tmp_path, snapshot):
-    "The shipped model, and two of its float16 snapshots (the page's slider) as PyTorch widens them to float32."
+    "The shipped model, and two of its int8 snapshots (the page's slider) widened by their rows' scales to float32."
     src = KJV
     if snapshot is not None:  # the snapshot's weights in the shipped model's directory
         src = tmp_path / 'snapshot'
         shutil.copytree(KJV, src)
-        shutil.copyfile(sorted(SNAPSHOTS.glob('step-*.safetensors'))[snapshot], src / 'model.safetensors')
+        save_file(widen(load_file(sorted(SNAPSHOTS.glob('step-*.safetensors'))[snapshot])), src / 'model.safetensors')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         model = load_bert(src).float().eval()
@@ -42,7 +45,7 @@ def test_the_shipped_model_as_pytorch_computes_it(tmp_path, snapshot):
         assert torch.equal(js.topk(5).indices, ours.double().topk(5).indices)  # at every position, [MASK] included
 
 @pytest.mark.parametrize('damage, says', [
-    ('text', 'not a safetensors file'), ('cut', 'cut short'), ('bool', 'only float32, bfloat16 and float16'),
+    ('text', 'not a safetensors file'), ('cut', 'cut short'), ('bool', 'only float32, bfloat16, float16 and int8 rows'),
     ('encoder', 'not an MLM BERT'), ('modernbert', 'not a BERT'), ('heads', 'must divide hidden_size')])
 def test_a_file_that_is_not_such_a_model_is_refused(tmp_path, damage, says):
     d = tmp_path / 'model'

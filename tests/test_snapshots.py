@@ -1,5 +1,6 @@
-"""`bert-nb train --snapshots N`: the model kept at N steps spaced evenly in log(1 + step), each a directory that
-transformers reads, with its held-out figures; a run with them trains exactly as one without; bad N refused."""
+"""`bert-nb train --snapshots N`: the model kept at N steps spaced evenly in log(1 + step), or at the steps listed,
+each a directory that transformers reads, with its held-out figures; a run with them trains exactly as one without;
+bad N and bad lists refused."""
 import json
 from pathlib import Path
 import numpy as np
@@ -166,3 +167,19 @@ def test_shipping_a_run_says_plainly_when_it_took_over_the_hour(runs, tmp_path, 
     lines = r.stderr.strip().splitlines()
     assert lines == ([f'the run took {wall_s / 60:.1f} minutes, over the hour its 30 steps are sized for: this machine '
                       f"trains {m['tokens_per_s']:,.0f} tokens/s (the card says so)"] if over else []), r.stderr
+
+def test_snapshots_at_the_steps_listed(corpus, tmp_path):
+    "--snapshots 0,3,30: those steps, each a directory and an entry of metrics.json, and no other."
+    out = tmp_path / 'listed'
+    r = cli('--corpus', corpus, '--steps', 30, '--snapshots', '0,3,30', '--out', out, *TINY)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (out / 'snapshots').iterdir()) == ['step-000000', 'step-000003', 'step-000030']
+    assert [s['step'] for s in json.loads((out / 'metrics.json').read_text())['snapshots']] == [0, 3, 30]
+
+@pytest.mark.parametrize('steps, says', [('0,31', "step 31 is not one of this run's steps, 0 to 30"),
+                                         ('0,9,5', 'list the steps in increasing order, each once'),
+                                         ('0,5,5', 'list the steps in increasing order, each once'),
+                                         ('0,x', 'expected N or steps separated by commas')])
+def test_a_bad_list_of_snapshot_steps_is_refused_before_the_run(corpus, tmp_path, steps, says):
+    r = cli('--corpus', corpus, '--steps', 30, '--snapshots', steps, '--out', tmp_path / 'o', *TINY)
+    refused(r, says); assert not (tmp_path / 'o').exists()

@@ -314,10 +314,22 @@ def cases(tmp: Path, minilm: Path) -> dict:
     for name, args in {'--snapshots 1': ['--steps', 5, '--snapshots', 1],
                        '--snapshots past the steps': ['--steps', 5, '--snapshots', 7],
                        '--snapshots without --steps': ['--snapshots', 3],
-                       '--snapshots with --minutes': ['--steps', 5, '--minutes', 1, '--snapshots', 3]}.items():
+                       '--snapshots with --minutes': ['--steps', 5, '--minutes', 1, '--snapshots', 3],
+                       '--snapshots steps past the run': ['--steps', 5, '--snapshots', '0,6'],
+                       '--snapshots steps out of order': ['--steps', 5, '--snapshots', '0,4,2'],
+                       '--snapshots a step twice': ['--steps', 5, '--snapshots', '0,2,2'],
+                       '--snapshots a negative step': ['--steps', 5, '--snapshots', '-1,2'],
+                       '--snapshots steps not numbers': ['--steps', 5, '--snapshots', '0,two'],
+                       '--window with --arch bert': ['--steps', 5, '--window', 16],
+                       '--window odd': ['--steps', 5, '--arch', 'modernbert', '--window', 15],
+                       '--window 0': ['--steps', 5, '--arch', 'modernbert', '--window', 0]}.items():
         c[f'bert-nb {name}'] = lambda args=args: cli('--corpus', corpus, '--out', runs / 'snap-bad', *tiny, *args)
     c['bert-nb train --snapshots 3'] = lambda: cli('--corpus', corpus, '--steps', 4, '--snapshots', 3,
                                                    '--out', runs / 'snap', *tiny, bad=False)
+    c['bert-nb train --snapshots 0,2,4'] = lambda: cli('--corpus', corpus, '--steps', 4, '--snapshots', '0,2,4',
+                                                       '--out', runs / 'snap-list', *tiny, bad=False)
+    c['bert-nb train --arch modernbert --window 8'] = lambda: cli('--corpus', corpus, '--steps', 2, '--arch', 'modernbert',
+                                                                  '--window', 8, '--out', runs / 'window', *tiny, bad=False)
     def other_n():
         stopped = cli('--corpus', corpus, '--steps', 4, '--snapshots', 3, '--stop-at', 1, '--out', runs / 'snap-stop',
                       *tiny, bad=False)

@@ -2,9 +2,11 @@
 DEST (the files transformers and bert-nb read) with the run's metrics.json (its losses, step by step, its held-out
 curve, which the pretraining chapter draws, and its snapshots), and writes its model card (README.md) and card.json,
 the figures that tests/test_kjv.py reproduces from the shipped weights. The run's snapshots but the last (the model
-itself) go to SNAPS as float16 safetensors, a file a step: the site's slider and chapter 03 read them there, and the
-package (pip's download) goes without them."""
-import hashlib, json, platform, os, shutil, sys
+itself) go to SNAPS as safetensors of int8 rows with a float32 scale a row (a quarter of float32's bytes), a file a
+step, each checked against its own float32 weights' held-out figures and fills: the site's slider and chapter 03 read
+them there, and the package (pip's download) goes without them. `python tools/kjv.py --place METRICS N` prints N
+snapshot steps placed where that run's loss fell (the Makefile's KJV_SNAPSHOTS)."""
+import hashlib, json, platform, os, shutil, sys, tempfile
 from pathlib import Path
 import numpy as np, torch
 from safetensors.torch import load_file, save_file
@@ -25,21 +27,68 @@ def place(train: list, n: int) -> list[int]:
     return [0] + [int(np.argmax(smooth <= start - (start - end) * k / (n - 1))) + 1 for k in range(1, n - 1)] + \
            [len(loss)]
 
-def snapshots(run: Path, m: dict, snaps: Path) -> int:
-    "Each snapshot but the last as SNAPS/step-NNNNNN.safetensors in float16; the bytes of one."
+def narrow(sd: dict) -> dict:
+    """A snapshot's weights in a quarter of float32's bytes: each matrix's rows as int8 with a float32 scale a row
+    (`NAME.scale`, the row's largest |w| over 127, so w ≈ q · scale to half a step), the vectors as float32."""
+    out = {}
+    for k, w in sd.items():
+        if w.dim() != 2: out[k] = w.float(); continue
+        scale = w.float().abs().amax(1) / 127
+        out[k] = (w.float() / scale.clamp_min(torch.finfo(torch.float32).tiny)[:, None]).round().to(torch.int8)
+        out[k + '.scale'] = scale
+    return out
+
+def widen(sd: dict) -> dict:
+    "narrow's weights back as float32: q · scale, each product rounded once (as the page's reader rounds it)."
+    return {k: w.float() * sd[k + '.scale'][:, None] if w.dtype == torch.int8 else w
+            for k, w in sd.items() if not k.endswith('.scale')}
+
+def agreement(run: Path, snap: Path, narrowed: dict) -> dict:
+    """A snapshot's float32 weights against its int8 ones on the run's held-out rows and evaluation masks: the held-out
+    loss and accuracy of each, the share of masked tokens whose first fill is the same token, and where it is not,
+    the most probability float32 gives its own first fill over int8's (a plateau's near-ties flip harmlessly)."""
+    from bert_nb.bert import load_bert
+    from bert_nb.data import load_data
+    from bert_nb.pretrain import _call_args, _eval_batches
+    a = json.loads((run / 'args.json').read_text())
+    data = load_data(run / 'data', a['max_len'])
+    with tempfile.TemporaryDirectory() as tmp:  # the snapshot's directory, its weights int8's widened
+        shutil.copytree(snap, tmp, dirs_exist_ok=True)
+        save_file(widen(narrowed), Path(tmp) / 'model.safetensors', metadata={'format': 'pt'})
+        models = [load_bert(d).float().eval() for d in (snap, tmp)]
+    loss, hits, same, gap, n = [0.0, 0.0], [0, 0], 0, 0.0, 0
+    with torch.no_grad():
+        for *_, args in _eval_batches(data['tok'], data['held_rows'], data['held_lens'], a['seed']):
+            (full, y), (small, _) = (m.labelled_logits(*_call_args(m, args)) for m in models)
+            for i, logits in enumerate((full, small)):
+                loss[i] += torch.nn.functional.cross_entropy(logits, y, reduction='sum').item()
+                hits[i] += (logits.argmax(-1) == y).sum().item()
+            p, first = full.softmax(-1), small.argmax(-1)
+            same += (full.argmax(-1) == first).sum().item(); n += len(y)
+            gap = max(gap, (p.amax(-1) - p.gather(1, first[:, None])[:, 0]).max().item())
+    fig = lambda i: dict(loss=round(loss[i] / n, 5), acc=round(hits[i] / n, 5))
+    return dict(f32=fig(0), int8=fig(1), same_first_fill=round(same / n, 5), first_fill_gap=round(gap, 5))
+
+def snapshots(run: Path, m: dict, snaps: Path) -> tuple[int, list]:
+    """Each snapshot but the last as SNAPS/step-NNNNNN.safetensors, narrowed to int8 rows, checked against its own
+    float32 weights' held-out figures and fills; the bytes of one, and each one's check."""
     last = load_file(run / m['snapshots'][-1]['dir'] / 'model.safetensors')
     final = load_file(run / 'model' / 'model.safetensors')
     if last.keys() != final.keys() or any(not torch.equal(last[k], final[k]) for k in last):
         sys.exit(f"{run}: the last snapshot is not the model")
     tmp = snaps.with_name(snaps.name + '.tmp')
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    checks = []
     for s in m['snapshots'][:-1]:
-        half = {k: v.half() for k, v in load_file(run / s['dir'] / 'model.safetensors').items()}
-        if not all(v.isfinite().all() for v in half.values()): sys.exit(f"{run}/{s['dir']}: past float16's range")
-        save_file(half, f := tmp / f"{Path(s['dir']).name}.safetensors", metadata={'format': 'pt'})
+        narrowed = narrow(load_file(run / s['dir'] / 'model.safetensors'))
+        check = dict(step=s['step'], **agreement(run, run / s['dir'], narrowed))
+        if abs(check['int8']['loss'] - check['f32']['loss']) > 0.01 or check['first_fill_gap'] > 0.01:
+            sys.exit(f"{run}/{s['dir']}: int8 rows change its fills: {check}")
+        checks.append(check)
+        save_file(narrowed, f := tmp / f"{Path(s['dir']).name}.safetensors", metadata={'format': 'pt'})
         f.chmod(0o644)  # a plain file, as the model's are
     shutil.rmtree(snaps, ignore_errors=True); os.rename(tmp, snaps)
-    return (snaps / f"{Path(m['snapshots'][0]['dir']).name}.safetensors").stat().st_size
+    return (snaps / f"{Path(m['snapshots'][0]['dir']).name}.safetensors").stat().st_size, checks
 
 def main(run: Path, dest: Path, snaps: Path):
     m, a = (json.loads((run / f).read_text()) for f in ('metrics.json', 'args.json'))
@@ -50,7 +99,7 @@ def main(run: Path, dest: Path, snaps: Path):
     shutil.copyfile(run / 'metrics.json', tmp / 'metrics.json')
     weights = (tmp / 'model.safetensors').read_bytes()
     c, h = m['config'], m['held_out']
-    snap_bytes = snapshots(run, m, snaps)
+    snap_bytes, checks = snapshots(run, m, snaps)
     n_params = sum(v.numel() for v in load_file(tmp / 'model.safetensors').values())  # the word table once
     a.setdefault('freq_bias', False)  # a run from before the bias started at the frequencies
     a.setdefault('shift', False)  # ... and from before the rows' shift
@@ -63,7 +112,7 @@ def main(run: Path, dest: Path, snaps: Path):
                 parameters=n_params, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest(),
                 built_on=f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
                 train_s=m['wall_s'], tokens_per_s=m['tokens_per_s'],
-                snapshots=[s['step'] for s in m['snapshots']], snapshot_bytes=snap_bytes)
+                snapshots=[s['step'] for s in m['snapshots']], snapshot_bytes=snap_bytes, snapshot_checks=checks)
     (tmp / 'card.json').write_text(json.dumps(card, indent=1) + '\n')
     over = m['wall_s'] > 3600  # the steps are fixed (every machine replays them): a slower machine takes longer
     (tmp / 'README.md').write_text(f"""# bert-nb KJV: a small BERT that knows the words of the King James Bible
@@ -86,7 +135,7 @@ transformers' `BertForMaskedLM.from_pretrained`.
 | built on | {card['built_on']}: trained in {m['wall_s'] / 60:.1f} minutes ({m['tokens_per_s']:,.0f} tokens/s){', over the hour the steps are sized for: a slower machine' * over} |
 | sha256 of model.safetensors | `{card['weights_sha256']}` |
 | training curve | `metrics.json`: the loss at every step and the held-out loss and accuracy every {m['eval'][1]['step']} steps |
-| snapshots | the model at steps {', '.join(f"{s['step']:,}" for s in m['snapshots'])} (`--snapshots {len(m['snapshots'])}`): the last is this model; the others, float16, {snap_bytes / 2**20:.1f} MiB each, are in the repository's `nbs/kjv-snapshots/` and in the site's play page, not in the package |
+| snapshots | the model at steps {', '.join(f"{s['step']:,}" for s in m['snapshots'])} (`--snapshots {','.join(str(s['step']) for s in m['snapshots'])}`: where its loss fell): the last is this model; the others, each matrix's rows in int8 with a float32 scale a row ({snap_bytes / 2**20:.1f} MiB each; their held-out loss within {max(abs(c['int8']['loss'] - c['f32']['loss']) for c in checks):.5f} of their float32 weights'), are in the repository's `nbs/kjv-snapshots/` and in the site's play page, not in the package |
 
 `make kjv` rebuilds it: the same steps from the same seed on one PCG32 stream. On the machine that built it, and
 with the code that built it, the rebuild is bit for bit (the sha256 above); another CPU, or a change in how the code

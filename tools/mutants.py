@@ -1160,6 +1160,17 @@ FAULTS += [
     Fault('l137', "every snapshot of the shipped run running the model's own weights", 'ports/js/play.mjs',
           'export function loadShippedRun(', 'if (dir === last) return shipped.safetensors;',
           'return shipped.safetensors;', PAGESNAP),
+    # --snapshots STEPS and --window
+    Fault('l150', 'a list of snapshot steps taken out of order', 'run.py', 'def _snapshot_steps(',
+          'if any(a >= b for a, b in zip(n, n[1:])):', 'if False:', SNAPS),
+    Fault('l151', 'a listed snapshot step past the run taken', 'run.py', 'def _snapshot_steps(',
+          'if bad := [s for s in n if not 0 <= s <= steps]:', 'if bad := [s for s in n if s < 0]:', SNAPS),
+    Fault('l152', "--window ignored: the local layers keep the config's 128", 'arch.py', 'class ModernBertArch(',
+          'window=a.window, pad_id=pad_id)', 'pad_id=pad_id)', MODERN + ['-k', 'window']),
+    Fault('l153', '--window taken by BERT, which has no local layer', 'arch.py', 'class BertArch(',
+          """    refuses = {'--window': "is ModernBERT's: BERT's every layer reads the whole row"}\n""", '', MODERN + ['-k', 'window']),
+    Fault('l154', 'an odd --window taken', 'command.py', 'def _window(', 'if v % 2:', 'if False:',
+          MODERN + ['-k', 'window']),
 ]
 
 def block_span(text: str, start: str, js: bool = False) -> tuple[int, int]:

@@ -151,7 +151,7 @@ def assets(dest: Path):
 
 def play(dest: Path, model: Path, snapshots: Path):
     """The page's script and the shipped model as a script (base64): a page from file:// may not fetch a file. Its
-    training's snapshots (float16, `snapshots`) go with it for the slider; the last one is the model itself."""
+    training's snapshots (int8 rows, `snapshots`) go with it for the slider; the last one is the model itself."""
     import base64, json
     b64 = lambda f: base64.b64encode(f.read_bytes()).decode()
     (dest / 'play').mkdir(parents=True, exist_ok=True)
@@ -159,7 +159,7 @@ def play(dest: Path, model: Path, snapshots: Path):
     shipped = {'name': 'the shipped model (bert_nb.KJV)', 'config': (model / 'config.json').read_text(),
                'vocab': (model / 'vocab.txt').read_text(encoding='utf-8'), 'safetensors': b64(model / 'model.safetensors')}
     m = json.loads((model / 'metrics.json').read_text())
-    if m.get('snapshots'):  # a script a snapshot (its float16 weights in base64), loaded once the page is usable
+    if m.get('snapshots'):  # a script a snapshot (its int8 weights in base64), loaded once the page is usable
         shipped['run'] = {'metrics': json.dumps({k: m[k] for k in ('snapshots', 'eval')}), 'files': {}}
         for s in m['snapshots'][:-1]:
             name = f"kjv-{Path(s['dir']).name}.js"

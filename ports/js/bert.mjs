@@ -1,7 +1,8 @@
 // The chapter's BERT in JavaScript, written from 02's formulas, in float64: word + position + type embeddings
 // and a LayerNorm; post-LN layers (attention with the padding-only mask, exact GELU); the MLM head on the tied word
 // table. Weights come from a save_bert directory: config.json, and model.safetensors read here (float32, or bfloat16
-// and float16 widened; any other type refused). Nothing a file says is executed.
+// and float16 widened, or a snapshot's int8 rows times their float32 scale `NAME.scale`; any other type refused).
+// Nothing a file says is executed.
 //   node ports/js/bert.mjs MODEL_DIR IDS.json [logits|attention|reach]
 //     prints each row's logits (T × V), attention ([layer][head] T × T, flat) or exact reach (T × T, flat) as JSON
 import { readFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ export function readSafetensors(buffer) {  // {name: {shape, data: Float32Array}
   catch { throw new Error('model.safetensors has no readable header: not a safetensors file'); }
   if (header === null || typeof header !== 'object' || Array.isArray(header))
     throw new Error('model.safetensors has no table of tensors in its header: not a safetensors file');
-  const out = {}, data = bytes.subarray(8 + n), size = { F32: 4, BF16: 2, F16: 2 };
+  const out = {}, data = bytes.subarray(8 + n), size = { F32: 4, BF16: 2, F16: 2, I8: 1 };
   for (const [name, t] of Object.entries(header)) {
     if (name === '__metadata__') continue;
     const whole = (x) => Number.isSafeInteger(x) && x >= 0;
@@ -25,8 +26,8 @@ export function readSafetensors(buffer) {  // {name: {shape, data: Float32Array}
         !Array.isArray(t.data_offsets) || t.data_offsets.length !== 2 || !t.data_offsets.every(whole))
       throw new Error(`${name} has no shape or offsets of whole numbers: the file is corrupt`);
     if (!Object.hasOwn(size, t.dtype))
-      throw new Error(`${name} is ${JSON.stringify(t.dtype) ?? 'of no dtype'}: only float32, bfloat16 and float16 ` +
-                      'are read');
+      throw new Error(`${name} is ${JSON.stringify(t.dtype) ?? 'of no dtype'}: only float32, bfloat16, float16 and ` +
+                      'int8 rows with their scale are read');
     const count = t.shape.reduce((a, b) => a * b, 1), [a, b] = t.data_offsets;
     if (!(0 <= a && a <= b && b <= data.length) || b - a !== count * size[t.dtype])
       throw new Error(`${name} lies outside the file or does not fit its shape: the file is cut short or corrupt`);
@@ -34,9 +35,18 @@ export function readSafetensors(buffer) {  // {name: {shape, data: Float32Array}
     for (let i = 0; i < count; i++)
       f[i] = t.dtype === 'F32' ? view.getFloat32(4 * i, true)
         : t.dtype === 'BF16' ? new Float32Array(new Uint32Array([view.getUint16(2 * i, true) << 16]).buffer)[0]
-        : half(view.getUint16(2 * i, true));
-    out[name] = { shape: t.shape, data: f };
+        : t.dtype === 'I8' ? view.getInt8(i) : half(view.getUint16(2 * i, true));
+    out[name] = { shape: t.shape, data: f, int8: t.dtype === 'I8' };
   }
+  for (const [name, t] of Object.entries(out)) {  // int8 rows: q · scale, the product rounded to float32 once
+    if (!t.int8) continue;
+    const s = out[`${name}.scale`], rows = t.shape[0], cols = t.data.length / rows;
+    if (t.shape.length !== 2 || !s || s.int8 || s.shape.length !== 1 || s.shape[0] !== rows)
+      throw new Error(`${name} is int8 without a float32 scale a row (${name}.scale): the file is corrupt`);
+    for (let r = 0; r < rows; r++) for (let j = 0; j < cols; j++) t.data[r * cols + j] *= s.data[r];
+    delete out[`${name}.scale`]; delete t.int8;
+  }
+  for (const t of Object.values(out)) delete t.int8;
   return out;
 }
 

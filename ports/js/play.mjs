@@ -56,7 +56,7 @@ export const loadShipped = (shipped) =>  // the model built into the site: its s
   loadModel({ config: shipped.config, vocab: shipped.vocab, safetensors: bytes(shipped.safetensors) });
 
 // The shipped model's own snapshots, built into the site beside it: its metrics.json and each snapshot's weights
-// (float16, base64, a script each: Page loads them after the model); the last snapshot is the shipped model,
+// (int8 rows with a scale each, base64, a script each: Page loads them after the model); the last snapshot is the shipped model,
 // whose float32 weights the site holds already.
 export function loadShippedRun(shipped) {
   const { metrics, weights } = shipped.run, snaps = JSON.parse(metrics)?.snapshots;
