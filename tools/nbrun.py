@@ -144,9 +144,11 @@ def _stale(a, b) -> bool:
     return 'varies:' not in directives(a) and text_output(a).strip() != text_output(b).strip()
 
 def refresh(nb_path: Path):
-    "Run the notebook in a kernel and store the new outputs of the cells whose stored text output is stale."
+    """Run the notebook in a kernel and store the new outputs of the cells whose stored text output is stale, and
+    of new cells (stored without output) that print now."""
     ran, nb = in_kernel(nb_path), nbformat.read(nb_path, as_version=4)
-    cells = [(c, r) for c, r in zip(nb.cells, ran.cells) if _stale(c, r)]
+    new = lambda c, r: c.cell_type == 'code' and not c.get('outputs') and r.get('outputs')
+    cells = [(c, r) for c, r in zip(nb.cells, ran.cells) if _stale(c, r) or new(c, r)]
     for c, r in cells: c.outputs = r.outputs
     nbformat.write(nb, nb_path)
     print(f'{nb_path}: stored the new outputs of {len(cells)} cell(s)')
