@@ -43,7 +43,7 @@ kjv: .venv/.installed
 	$(KJV_KERNELS) .venv/bin/bert-nb train --steps $(KJV_STEPS) --layers 4 --d-model 192 --heads 3 --d-ff 768 \
 	  --max-len 64 --batch-size 32 --bf16 --shift --weight-decay 0.3 --evals 20 --snapshots $(KJV_SNAPSHOTS) \
 	  --out runs/kjv --quiet
-	$(PY) tools/kjv.py runs/kjv bert_nb/models/kjv nbs/kjv-snapshots
+	$(KJV_KERNELS) $(PY) tools/kjv.py runs/kjv bert_nb/models/kjv nbs/kjv-snapshots
 
 # The chapters as a static site in _docs/ (mkdocs-material, from the notebooks run in a Jupyter kernel; slow cells
 # keep their stored outputs): open _docs/index.html, no server or network needed.

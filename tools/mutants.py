@@ -1168,7 +1168,12 @@ FAULTS += [
     Fault('l152', "--window ignored: the local layers keep the config's 128", 'arch.py', 'class ModernBertArch(',
           'window=a.window, pad_id=pad_id)', 'pad_id=pad_id)', MODERN + ['-k', 'window']),
     Fault('l153', '--window taken by BERT, which has no local layer', 'arch.py', 'class BertArch(',
-          """    refuses = {'--window': "is ModernBERT's: BERT's every layer reads the whole row"}\n""", '', MODERN + ['-k', 'window']),
+          """    refuses = {'--window': "is ModernBERT's: BERT's every layer reads the whole row"}\n""", '',
+          MODERN + ['-k', 'window']),
+    Fault('l155', "the page's int8 snapshot rows read without their scale", 'ports/js/bert.mjs',
+          'export function readSafetensors(',
+          'for (let r = 0; r < rows; r++) for (let j = 0; j < cols; j++) t.data[r * cols + j] *= s.data[r];', '',
+          ['tests/test_faults7.py', '-k', 'int8']),
     Fault('l154', 'an odd --window taken', 'command.py', 'def _window(', 'if v % 2:', 'if False:',
           MODERN + ['-k', 'window']),
 ]
