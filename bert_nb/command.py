@@ -216,7 +216,7 @@ def _take_init(ns):
     ns.dropout, ns.sin_pos, ns.window = c.dropout, False, getattr(c, 'window', ns.window)  # BERT's: none
 
 def _take_arch(ns):
-    "--arch's family: none of the options it refuses (ModernBERT's: those that start a position table)."
+    "--arch's family: none of the options it refuses (ModernBERT's: the position table's; BERT's: --window)."
     refuses = arch.find_arch(ns.arch).refuses
     if odd := sorted(ns.given & set(refuses)): raise UsageError(f"{odd[0]} {refuses[odd[0]]}")
 
