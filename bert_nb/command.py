@@ -132,6 +132,7 @@ def _parser() -> _Parser:
     r.add_argument('--vocab', type=_path, help='a vocab.txt to use instead of training one')
     r.add_argument('--seed', type=_int(0, 2**64 - 1), default=RunArgs.seed, help='the held-out split\'s seed')
     e = sub.add_parser('eval', help='held-out MLM loss and masked-token accuracy')
+    sub.add_parser('course', help='write chapters 00-02 yourself: start, test, check, diff')
     e.add_argument('model_dir', type=_path)
     e.add_argument('--corpus', type=_path, nargs='+',
                    help='evaluate on these files (default: the run\'s held-out split)')
@@ -373,10 +374,19 @@ def _fill_cmd(ns) -> int:
     return 0
 
 # %% ../nbs/12_command.ipynb #2b78a212
+def _course(argv: list[str]) -> int:
+    "`bert-nb course ...` (appendix 17): what it refuses is one line and exit status 2."
+    from .course import CourseError, main
+    try: return main(argv)
+    except (CourseError, OSError) as e:
+        print(f"bert-nb: error: {e}", file=sys.stderr)
+        return 2
+
 def main(argv: list[str] | None = None) -> int:
     "The `bert-nb` command line."
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {'train': _train_cmd, 'prepare': _prepare_cmd, 'fill': _fill_cmd, 'eval': _eval_cmd}
+    if argv[:1] == ['course']: return _course(argv[1:])  # a learner's workspace, with a parser of its own
     if not argv or argv[0] not in (*commands, '-h', '--help'): argv = ['train'] + argv
     with warnings.catch_warnings():  # a warning is one line, without the source line that raised it
         warnings.showwarning = lambda m, *_, **__: print(f"bert-nb: warning: {m}", file=sys.stderr)

@@ -21,13 +21,14 @@ SRC, SITE = root / '_proc' / 'site', root / '_docs'
 TEMPLATES = root / 'tools' / 'site_templates'
 CHAPTERS = ['index', '00_rng', '01_wordpiece', '02_bert', '03_pretrain', '04_electra', '05_finetune', '06_modernbert',
             '07_tagging', '08_map', '09_results', '10_data', '11_files', '12_command', '12a_run', '12b_rundir',
-            '12c_nodes', '12d_budget', '12e_arch', '13_diagnostics', '14_speed', '15_checks', '16_modernbert_files']
+            '12c_nodes', '12d_budget', '12e_arch', '13_diagnostics', '14_speed', '15_checks', '16_modernbert_files',
+            '17_course']
 MODULES = {'rng': '00_rng', 'wordpiece': '01_wordpiece', 'bert': '02_bert', 'pretrain': '03_pretrain',
            'electra': '04_electra', 'finetune': '05_finetune', 'modernbert': '06_modernbert', 'tagging': '07_tagging',
            'data': '10_data', 'files': '11_files', 'command': '12_command', 'run': '12a_run', 'rundir': '12b_rundir',
            'nodes': '12c_nodes', 'budget': '12d_budget', 'arch': '12e_arch',
            'diagnostics': '13_diagnostics', 'speed': '14_speed',
-           'checks': '15_checks', 'modernbert_files': '16_modernbert_files'}
+           'checks': '15_checks', 'modernbert_files': '16_modernbert_files', 'course': '17_course'}
 SHIM = 'iframe-worker@1.0.4'
 
 def reader_cells(nb):
