@@ -1,5 +1,7 @@
 from configparser import ConfigParser
-import setuptools, shlex
+import setuptools, shlex, shutil
+from pathlib import Path
+from setuptools.command.build_py import build_py
 
 # note: all settings are in settings.ini; edit there, not here
 config = ConfigParser(delimiters=['='])
@@ -25,8 +27,18 @@ dev_requirements = (cfg.get('dev_requirements') or '').split()
 # package data (the bundled corpus, the shipped model, the golden vectors) is listed in MANIFEST.in and picked up by
 # include_package_data; its folders are listed as (namespace) packages too, or setuptools warns about each at every build
 
+class with_chapters(build_py):
+    "The wheel carries the notebooks `bert-nb course` makes a learner's workspace from (bert_nb/chapters/)."
+    def run(self):
+        super().run()
+        out = Path(self.build_lib) / cfg['lib_path'] / 'chapters'
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ('00_rng.ipynb', '01_wordpiece.ipynb', '02_bert.ipynb', 'exercises.py'):
+            shutil.copy(Path('nbs') / name, out / name)
+
 setuptools.setup(
     name = cfg['lib_name'],
+    cmdclass = {'build_py': with_chapters},
     license = licenses.get(cfg['license'].lower(), cfg['license']),
     classifiers = [
         'Development Status :: ' + statuses[int(cfg['status'])],

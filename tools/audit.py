@@ -835,6 +835,42 @@ def cases(tmp: Path, minilm: Path) -> dict:
     c['bert-nb --shift --weight-decay 0'] = lambda: cli('--corpus', corpus, '--shift', '--weight-decay', 0, '--steps', 3,
                                                         '--out', runs / 'sh', *tiny, bad=False)
     c['bert-nb --resume of a --shift run with --no-shift'] = lambda: cli('--resume', runs / 'sh', '--no-shift')
+    # the course (appendix 17): a learner's workspace, its tests, the grade, the class's directory
+    from bert_nb import course as K
+    ws = tmp / 'course'
+    K.start('00', ws)
+    course_file, mine = tmp / 'course-file', tmp / 'course-mine'
+    course_file.write_text('x')
+    for args in ([], ['teach'], ['start'], ['start', '03', ws], ['start', 'x', ws], ['start', '', ws],
+                 ['start', '00', course_file], ['test', '00', tmp / 'no-such-workspace'], ['check', '00', ws, '--jobs', 0],
+                 ['check', '00', ws, '--jobs', 'x'], ['diff', '00', ws], ['release'], ['release', '--nbgrader', ws],
+                 ['release', '--nbgrader', course_file], ['release', '--nbgrader', tmp / 'cls', '07']):
+        c[f"course: bert-nb course {' '.join(map(str, args))}"] = lambda args=args: cli('course', *args)
+    def planted(text: str, where: str = 'rng.py'):
+        "A workspace of chapter 00 whose `where` holds `text`."
+        d = Path(tempfile.mkdtemp(dir=tmp)); K.start('00', d); (d / where).write_text(text); return d
+    stub = K.stub(K.chapter('00'))
+    for name, text in {'a syntax error': stub + '\ndef (:\n', 'an import error': 'import no_such_module\n',
+                       'a removed function': stub.replace('def normal_init(', 'def _normal_init('),
+                       'a NameError at import': 'x = y\n'}.items():
+        c[f'course: bert-nb course test 00 of {name}'] = lambda text=text: cli('course', 'test', '00', planted(text))
+    c['course: bert-nb course check 00 of tests that import the package'] = lambda: cli(
+        'course', 'check', '00', planted('from bert_nb.rng import PCG32\ndef test_x(): assert PCG32(1)\n',
+                                         'tests/test_rng.py'))
+    c['course: bert-nb course start 00 over work'] = lambda: cli('course', 'start', '00', planted(stub + '# mine\n'))
+    def endless_import():
+        d, K.IMPORT_S = planted('while True: pass\n'), 2
+        try: K.run('00', d)
+        finally: K.IMPORT_S = 60
+    c['course: a module whose import never ends'] = lambda: api(endless_import)
+    for name, f in {'chapter True': lambda: K.chapter(True), 'chapter 2.0': lambda: K.chapter(2.0),
+                    'start in dir 3.5': lambda: K.start('00', 3.5), 'check jobs True': lambda: K.check('00', ws, True),
+                    'release chapters 3': lambda: K.release(tmp / 'cls3', 3)}.items():
+        c[f'course: {name}'] = lambda f=f: api(f)
+    c['course: chapter 2 (an int)'] = lambda: api(lambda: K.chapter(2), bad=False)
+    c['course: bert-nb course test 00 of a new workspace'] = lambda: api(lambda: K.run('00', planted(stub)), bad=False)
+    c['course: bert-nb course release --nbgrader NEW 00'] = lambda: cli('course', 'release', '--nbgrader', tmp / 'cls0',
+                                                                        '00', bad=False)
     # #59: the JavaScript of the page, every exported function of ports/js, in one node process (tools/audit_js.mjs)
     if shutil.which('node'):
         model = Path(B.__file__).parent / 'models' / 'kjv'

@@ -20,6 +20,7 @@ TAGGING = ['tests/test_tagging.py']
 WHOLE = ['tests/test_entries.py', '-k', 'read_whole or one_save']  # a load that a save lands during
 FAULTS6 = ['tests/test_faults6.py']
 NAMES = ['tests/test_names.py']
+COURSE = ['tests/test_course.py']
 
 # The chapters' faults live in the package (bert_nb/course.py, appendix 17), where `bert-nb course check` plants them
 # in a learner's copy: one table serves both. The rest are the later chapters' and the engineering's.
@@ -1074,6 +1075,27 @@ FAULTS += [
           ['tests/test_faults7.py', '-k', 'int8']),
     Fault('l154', 'an odd --window taken', 'command.py', 'def _window(', 'if v % 2:', 'if False:',
           MODERN + ['-k', 'window']),
+    # the course (appendix 17): what a learner is told, and what the grade counts
+    Fault('co1', "a body not written yet reported as a failure", 'coursework/course_plugin.py',
+          'def pytest_runtest_makereport(', "kind = ('todo' if isinstance(e, NotImplementedError)",
+          "kind = ('todo' if False", COURSE + ['-k', 'not_written']),
+    Fault('co2', 'an endless test never stopped', 'coursework/course_plugin.py', 'def pytest_runtest_setup(',
+          'if _limit: signal.signal', 'if False: signal.signal', COURSE + ['-k', 'not_written']),
+    Fault('co3', "a learner's test that fails on the right code counted as catching every mistake", 'course.py',
+          'def check(', 'deselect = [r.name for r in wrong]', 'deselect = []', COURSE + ['-k', 'shapes']),
+    Fault('co4', 'a check passed with a pitfall missed', 'course.py', 'class Grade:',
+          'self.score >= PASS and not self.missed_pitfalls', 'self.score >= PASS', COURSE + ['-k', 'pitfall']),
+    Fault('co5', "start overwrites a learner's work", 'course.py', 'def start(',
+          'if now is not None and now != text and', 'if False and', COURSE + ['-k', 'bad_input']),
+    Fault('co6', 'tests importing the package graded as tests of the module', 'course.py', 'def learner_tests(',
+          'if bad := _imports_package(ch, tests):', 'if bad := []:', COURSE + ['-k', 'bad_input']),
+    Fault('co7', 'the diff shown before the check passed', 'course.py', 'def diff(',
+          "if state.get('passed') is not True:", 'if False:', COURSE + ['-k', 'bad_input or shapes']),
+    Fault('co8', 'the grade plants nothing in its copy', 'course.py', 'def _planted_copy(',
+          'for f in faults: apply_fault(f, root / \'pkg\')', 'pass', ['tests/test_course_grade.py', '-k', 's03-loop']),
+    Fault('co9', "the class's assignment released with its solutions", 'course.py', 'def _solution(',
+          "lines[a:fn.end_lineno] = [pad + '### BEGIN SOLUTION', *lines[a:fn.end_lineno], pad + '### END SOLUTION']",
+          'pass', ['tests/test_course_class.py']),
 ]
 
 def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
