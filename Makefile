@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 SRC := nbs bert_nb README.md README_files
 
-.PHONY: demo test check pytest docs docs-check pages chromium kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging bench-load readme sync mutants golden kjv
+.PHONY: demo test check pytest docs docs-check pages chromium kernels bench bench-step bench-play bench-demo bench-electra bench-finetune bench-modernbert bench-arch bench-tagging bench-load bench-course readme sync mutants golden kjv
 
 # One install for every target; re-run only when the requirements change.
 .venv/.installed: settings.ini setup.py constraints.txt
@@ -151,6 +151,11 @@ bench-modernbert: .venv/.installed
 # Chapter 06's ModernBERT against BERT at equal size and tokens, three seeds (bench/arch.json; about an hour on 2 cores).
 bench-arch: .venv/.installed
 	cd bench && ../$(PY) arch.py --tokens 2.5e6 5e6 10e6 --seeds 0 1 2 --jobs 2
+
+# Chapter 02's `bert-nb course check` against its 2 minutes on 2 cores, for three learners (bench/course.json; about
+# 3 minutes): the Results page reads it.
+bench-course: .venv/.installed
+	cd bench && ../$(PY) course.py
 
 # Mutation testing (minutes, not part of `make test`): each fault in tools/mutants.py applied to a scratch copy, the tests
 # run against it, a table of who killed it; exits non-zero when a fault survives.
