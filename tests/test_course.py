@@ -68,7 +68,20 @@ def test_not_written_yet_and_an_endless_loop_are_said_as_such(tmp_path, monkeypa
     monkeypatch.setattr(course, 'TEST_S', 2)
     results = {r.name: r for r in course.run('00', tmp_path)}
     assert results['test_categorical_boundaries'].outcome == 'stopped'
-    assert 'a loop that never ends' in results['test_categorical_boundaries'].message
+    assert 'stopped after 2 s: a loop that never ends' in results['test_categorical_boundaries'].message
+    assert all(r.outcome == 'todo' for n, r in results.items() if n != 'test_categorical_boundaries')
+
+def test_a_loop_the_alarm_cannot_reach_ends_its_process(tmp_path, monkeypatch):
+    "A loop in compiled code that holds the interpreter (a C loop over a range) outlives the alarm."
+    course.start('00', tmp_path)
+    stub = (tmp_path / 'rng.py').read_text()
+    i = stub.index('raise NotImplementedError("sample_categorical')
+    (tmp_path / 'rng.py').write_text(stub[:i] + 'sum(range(10**14))\n    ' + stub[i:])
+    monkeypatch.setattr(course, 'TEST_S', 1); monkeypatch.setattr(course, 'GRACE_S', 2)
+    results = {r.name: r for r in course.run('00', tmp_path)}
+    assert results['test_categorical_boundaries'].outcome == 'stopped'
+    assert 'a loop the alarm could not reach' in results['test_categorical_boundaries'].message
+    assert results['test_the_published_stream'].outcome == 'todo'  # what ran before it is kept
 
 def refused(capsys, *argv) -> str:
     assert main(['course', *argv]) == 2

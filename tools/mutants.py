@@ -1092,11 +1092,15 @@ FAULTS += [
     Fault('co7', 'the diff shown before the check passed', 'course.py', 'def diff(',
           "if state.get('passed') is not True:", 'if False:', COURSE + ['-k', 'bad_input or shapes']),
     Fault('co8', 'the grade plants nothing in its copy', 'course.py', 'def _planted_copy(',
-          'for f in faults: apply_fault(f, root / \'pkg\')', 'pass', ['tests/test_course_grade.py', '-k', 's03-loop']),
+          'for f in faults: apply_fault(f, root / \'pkg\')', 'pass', ['tests/test_course_pitfalls.py', '-k', 's03-loop']),
     Fault('co9', "the class's assignment released with its solutions", 'course.py', 'def _solution(',
-          "lines[a:fn.end_lineno] = [pad + '### BEGIN SOLUTION', *lines[a:fn.end_lineno], pad + '### END SOLUTION']",
+          'lines[a:fn.end_lineno] = [pad + BEGIN, *lines[a:fn.end_lineno], pad + END]',
           'pass', ['tests/test_course_class.py']),
+    Fault('co10', 'a test in compiled code that outlives its alarm left running', 'course.py', 'def _watch(',
+          '        if late:', '        if False:', COURSE + ['-k', 'alarm_cannot']),
 ]
+
+TIMEOUT_S = 900  # a fault that makes its tests hang is killed: they would never end
 
 def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
     "(passed, the first failing test or '', seconds) for the tests on a scratch copy with `fault` applied."
@@ -1107,12 +1111,15 @@ def run_tests(fault: Fault | None, tests: list) -> tuple[bool, str, float]:
         shutil.copytree(root / 'ports', d / 'ports')  # the JavaScript the golden, port and page tests run
         shutil.copytree(root / 'tools', d / 'tools', ignore=shutil.ignore_patterns('__pycache__'))  # its bundler, audit
         shutil.copytree(root / 'nbs' / 'kjv-snapshots', d / 'nbs' / 'kjv-snapshots')  # the shipped model's, for the page
+        for f in ('00_rng.ipynb', '01_wordpiece.ipynb', '02_bert.ipynb', 'exercises.py'):  # the course's workspaces
+            shutil.copy(root / 'nbs' / f, d / 'nbs' / f)
         if fault: apply(fault, d)
         # the page's tests open the site built here (`make docs`), with the scratch copy's script put in its place
         env = dict(os.environ, PYTHONPATH=str(d), PYTHONDONTWRITEBYTECODE='1', BERT_NB_SITE=str(root / '_docs'))
         t = time.time()
-        r = subprocess.run([sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '--rootdir', str(d), *tests],
-                           cwd=d, env=env, capture_output=True, text=True)
+        try: r = subprocess.run([sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '--rootdir', str(d),
+                                 *tests], cwd=d, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired: return False, f'a hang, ended after {TIMEOUT_S} s', time.time() - t
         failed = re.search(r'^FAILED (\S+)', r.stdout, re.M)
         return r.returncode == 0, failed[1] if failed else ('' if r.returncode == 0 else r.stdout[-300:]), time.time() - t
 
