@@ -415,18 +415,31 @@ def _defined(src: str) -> list[str]:
                           and isinstance(x, ast.Name)]
     return out
 
-# %% ../nbs/17_course.ipynb #a1d2500e
+# %% ../nbs/17_course.ipynb #2171fa6e
+def _imports(src: str) -> str:
+    "The import statements of a cell's code, as written: what the cells below it use too."
+    tree, lines = ast.parse(src), src.splitlines()
+    return ''.join('\n'.join(lines[n.lineno - 1:n.end_lineno]) + '\n' for n in tree.body
+                   if isinstance(n, (ast.Import, ast.ImportFrom)))
+
 def workbook(ch: Chapter) -> dict:
     "Chapter `ch`'s notebook for a learner: exported cells replaced by imports from the learner's module."
     nb = json.loads(_source(ch.notebook).read_text(encoding='utf-8'))
-    public = set(importlib.import_module(f'bert_nb.{ch.module}').__all__)
-    for c in nb['cells']:
+    mod = importlib.import_module(f'bert_nb.{ch.module}')
+    public = set(mod.__all__)
+    for i, c in enumerate(nb['cells']):
         src = ''.join(c['source'])
         if c['cell_type'] != 'code': continue
+        if '../' in src:  # it reads the repository around the chapter (the JavaScript port): shown, not run
+            nb['cells'][i] = dict(cell_type='markdown', id=c['id'], metadata={}, source=[
+                "*In the repository this cell runs; it reads files that a workspace has not:*"
+                f"\n\n```python\n{src}\n```"])
+            continue
         if re.match(r'#\|\s*export', src):
             names = [n for n in dict.fromkeys(_defined(src)) if n != '__all__']
-            mine, theirs = [n for n in names if n in public], [n for n in names if n not in public]
-            src = f"# Yours to write in {ch.module}.py: {', '.join(mine) or 'nothing here'}.\n" + (
+            mine = [n for n in names if n in public]
+            theirs = [n for n in names if n not in public and hasattr(mod, n)]  # a method set and deleted: gone
+            src = f"# Yours to write in {ch.module}.py: {', '.join(mine) or 'nothing here'}.\n" + _imports(src) + (
                 f"from {ch.module} import {', '.join(mine)}\n" if mine else '') + (
                 f"from bert_nb.{ch.module} import {', '.join(theirs)}  # the package's helpers\n"
                 if theirs else '')
@@ -645,7 +658,7 @@ def _imports_package(ch: Chapter, tests: list[Path]) -> list[str]:
             if hit: out.append(f"{f.name}, line {n.lineno}")
     return out
 
-# %% ../nbs/17_course.ipynb #378597b7
+# %% ../nbs/17_course.ipynb #207344e6
 def learner_tests(ch: Chapter, dir: Path) -> list[Path]:
     "The learner's test files for chapter `ch`: tests/test_<module>*.py."
     tests = sorted((dir / 'tests').glob(f'test_{ch.module}*.py'))
@@ -665,9 +678,10 @@ def learner_tests(ch: Chapter, dir: Path) -> list[Path]:
 _BIG = ('models', 'chapters', 'coursework', 'data', 'golden')  # the package's folders of data
 
 def _shim(dir: Path, module: str) -> Path:
-    "dir/<module>.py: `import <module>` gives the package's module itself (what a test patches there, it patches)."
+    "dir/<module>.py: `import <module>` gives the package's module itself (a test's patch there patches it)."
     dir.mkdir(exist_ok=True)
-    (dir / f'{module}.py').write_text(f"import sys, bert_nb.{module}\nsys.modules[__name__] = bert_nb.{module}\n")
+    (dir / f'{module}.py').write_text(f"import sys, bert_nb.{module}\n"
+                                      f"sys.modules[__name__] = bert_nb.{module}\n")
     return dir
 
 def _planted_copy(root: Path, faults: list[Fault], module: str) -> list[Path]:
@@ -887,7 +901,7 @@ def show_grade(g: Grade) -> str:
                + (f" ({'; '.join(why)})" if why else '') + f"  [{g.seconds:.0f} s]")
     return '\n'.join(out)
 
-# %% ../nbs/17_course.ipynb #7958d96b
+# %% ../nbs/17_course.ipynb #0d08bdd8
 def main(argv: list[str]) -> int:
     "`bert-nb course ...`: start, test, check, diff, release; 0 when it went well, 1 when not yet, 2 refused."
     p = _Parser(prog='bert-nb course', description='Write chapters 00-02 yourself, and be '
@@ -912,9 +926,10 @@ def main(argv: list[str]) -> int:
         print(f"wrote {out}: in it, `nbgrader generate_assignment chNN`, then `nbgrader autograde chNN`")
         return 0
     if a.verb == 'start':
-        written = start(a.chapter, a.dir)
-        print('\n'.join(f"wrote {w}" for w in written) or f"{a.dir}: chapter {chapter(a.chapter).id} is "
-                                                          f"there already")
+        ch, written = chapter(a.chapter), start(a.chapter, a.dir)
+        print('\n'.join(f"wrote {w}" for w in written) or f"{a.dir}: chapter {ch.id} is there already")
+        print(f"next: write {Path(a.dir) / ch.module}.py with {ch.notebook} open beside it, then "
+              f"`bert-nb course test {ch.id} {a.dir}`")
         return 0
     if a.verb == 'test':
         results = run(a.chapter, a.dir)

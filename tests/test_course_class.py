@@ -13,6 +13,8 @@ def test_nbgrader_grades_a_class(tmp_path):
     nbgrader = lambda *a: subprocess.run([Path(sys.executable).parent / 'nbgrader', *a, '--log-level=ERROR'], cwd=out,
                                          env=env, check=True, capture_output=True)
     nbgrader('generate_assignment', 'ch02')
+    released = (out / 'release' / 'ch02' / 'ch02.ipynb').read_text()  # the signatures stay, the bodies go
+    assert 'def mlm_mask(' in released and 'class BertLayer(' in released and 'np.full_like(ids, -100)' not in released
     ch, swap = course.chapter('02'), course.chapter('02').planted[2]  # random and keep swapped, on both paths
     source = json.loads((out / 'source' / 'ch02' / 'ch02.ipynb').read_text())
     for f in ch.faults(swap):
