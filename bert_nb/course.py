@@ -415,7 +415,7 @@ def _defined(src: str) -> list[str]:
                           and isinstance(x, ast.Name)]
     return out
 
-# %% ../nbs/17_course.ipynb #2171fa6e
+# %% ../nbs/17_course.ipynb #c27f9c0d
 def _imports(src: str) -> str:
     "The import statements of a cell's code, as written: what the cells below it use too."
     tree, lines = ast.parse(src), src.splitlines()
@@ -438,8 +438,9 @@ def workbook(ch: Chapter) -> dict:
         if re.match(r'#\|\s*export', src):
             names = [n for n in dict.fromkeys(_defined(src)) if n != '__all__']
             mine = [n for n in names if n in public]
-            theirs = [n for n in names if n not in public and hasattr(mod, n)]  # a method set and deleted: gone
-            src = f"# Yours to write in {ch.module}.py: {', '.join(mine) or 'nothing here'}.\n" + _imports(src) + (
+            theirs = [n for n in names if n not in public and hasattr(mod, n)]  # not one set, then deleted
+            head = f"# Yours to write in {ch.module}.py: {', '.join(mine) or 'nothing here'}.\n"
+            src = head + _imports(src) + (
                 f"from {ch.module} import {', '.join(mine)}\n" if mine else '') + (
                 f"from bert_nb.{ch.module} import {', '.join(theirs)}  # the package's helpers\n"
                 if theirs else '')
@@ -554,7 +555,7 @@ class Result:
     message: str = ''
     where: str = ''
 
-# %% ../nbs/17_course.ipynb #99656bff
+# %% ../nbs/17_course.ipynb #57833d74
 def run_tests(files: list, path: list, skip=(), first_failure: bool = False) -> list[Result]:
     """Run pytest on `files` with `path` first on sys.path, leaving out the tests named in `skip`: each test's
     Result (a file that will not import raises CourseError)."""
@@ -574,7 +575,9 @@ def run_tests(files: list, path: list, skip=(), first_failure: bool = False) -> 
         with open(Path(tmp) / 'out.txt', 'w') as log:
             p = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
                                  start_new_session=True)
-            stuck = _watch(p, Path(f'{report}.now'))
+            try: stuck = _watch(p, Path(f'{report}.now'))
+            finally:  # a Ctrl-C, or an error here, ends the session too: it would run on, orphaned
+                if p.poll() is None: os.killpg(p.pid, signal.SIGKILL); p.wait()
         out = (Path(tmp) / 'out.txt').read_text(errors='replace')
         got = (json.loads(report.read_text()) if report.exists()
                else dict(tests={}, errors=[] if stuck else [out]))
